@@ -1,0 +1,115 @@
+"""Parse what the compiler and libtest print: rustc/cargo JSON diagnostics and libtest summaries."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_SUMMARY = re.compile(
+    r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out",
+    re.MULTILINE,
+)
+_TEST_LINE = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\b", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    """The diagnostics of one or more compiler passes."""
+
+    error_codes: tuple[str, ...] = ()
+    hard_errors: int = 0
+    clippy_lints: tuple[str, ...] = ()
+    clippy_errors: int = 0
+    rustc_warnings: int = 0
+    rendered: str = ""
+
+    def merged(self, other: CompileOutcome) -> CompileOutcome:
+        return CompileOutcome(
+            error_codes=self.error_codes + tuple(c for c in other.error_codes if c not in self.error_codes),
+            hard_errors=self.hard_errors + other.hard_errors,
+            clippy_lints=self.clippy_lints + other.clippy_lints,
+            clippy_errors=self.clippy_errors + other.clippy_errors,
+            rustc_warnings=self.rustc_warnings + other.rustc_warnings,
+            rendered=(self.rendered + other.rendered),
+        )
+
+
+def _diagnostics(text: str):
+    """Yield diagnostic dicts from rustc's ``--error-format=json`` or cargo's ``--message-format=json``."""
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if obj.get("reason") == "compiler-message":
+            obj = obj.get("message") or {}
+        if "level" in obj and "message" in obj:
+            yield obj
+
+
+def parse_compiler(text: str, *, clippy_pass: bool = True) -> CompileOutcome:
+    """Classify compiler diagnostics.
+
+    ``clippy::`` lints (warnings or deny-level errors) are clippy findings, never build errors. With
+    ``clippy_pass=False`` they are ignored (a plain rustc pass cannot produce them).
+    """
+    codes: list[str] = []
+    hard = 0
+    lints: list[str] = []
+    clippy_errors = 0
+    warnings = 0
+    rendered: list[str] = []
+    for diag in _diagnostics(text):
+        level = diag.get("level", "")
+        code = (diag.get("code") or {}).get("code") or ""
+        message = diag.get("message", "")
+        if code.startswith("clippy::"):
+            if clippy_pass:
+                lints.append(code)
+                clippy_errors += level == "error"
+                rendered.append(diag.get("rendered") or message)
+            continue
+        if level in ("error", "error: internal compiler error"):
+            if message.startswith("aborting due to"):
+                continue
+            hard += 1
+            if code and code not in codes:
+                codes.append(code)
+            rendered.append(diag.get("rendered") or message)
+        elif level == "warning" and not message.endswith("warning emitted") and "warnings emitted" not in message:
+            warnings += 1
+    return CompileOutcome(tuple(codes), hard, tuple(lints), clippy_errors, warnings, "".join(rendered))
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """libtest's counts from one or more test binaries' stdout."""
+
+    passed: int = 0
+    failed: int = 0
+    ignored: int = 0
+    summary_seen: bool = False
+
+
+def parse_libtest(stdout: str, *, binaries: int = 1) -> TestRun:
+    """Counts from libtest output, trusting them only when they look genuine.
+
+    Each binary must print exactly one ``test result:`` line and the per-test ``ok`` lines must add up to
+    the passed counts; otherwise ``summary_seen`` is False (a binary that exited early, or printed a fake
+    summary, has not passed).
+
+    >>> parse_libtest("test a ... ok\\n\\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; "
+    ...               "0 filtered out; finished in 0.00s\\n")
+    TestRun(passed=1, failed=0, ignored=0, summary_seen=True)
+    """
+    summaries = _SUMMARY.findall(stdout)
+    passed = sum(int(s[1]) for s in summaries)
+    failed = sum(int(s[2]) for s in summaries)
+    ignored = sum(int(s[3]) for s in summaries)
+    lines = _TEST_LINE.findall(stdout)
+    ok_lines = sum(1 for _name, status in lines if status == "ok")
+    genuine = len(summaries) == binaries and ok_lines == passed
+    return TestRun(passed, failed, ignored, genuine)

@@ -1,0 +1,60 @@
+"""Pull the Rust code out of a model completion.
+
+Rule: the code is the concatenation, in order, of every fenced block tagged ``rust`` or ``rs`` (any case),
+separated by blank lines; models often put the solution and its tests in separate blocks. Prose outside
+fences and untagged or other-language blocks are never compiled. A final fence left open by a truncated
+generation counts up to the end of the text. A completion with no Rust block has no code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+-]*)[^\n]*$", re.MULTILINE)
+_RUST_TAGS = frozenset({"rust", "rs"})
+
+
+def completion_text(completion: Any) -> str:
+    """The assistant text of a completion: a plain string, or TRL's conversational message list.
+
+    >>> completion_text([{"role": "assistant", "content": "hi"}])
+    'hi'
+    """
+    if completion is None:
+        return ""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    if isinstance(completion, (list, tuple)):
+        parts = [m for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+        return "\n".join(completion_text(m) for m in parts)
+    return str(completion)
+
+
+def extract_rust(completion: Any) -> str:
+    """The Rust code in a completion ("" when there is no ```rust block).
+
+    >>> extract_rust("Here:\\n```rust\\nfn a() {}\\n```\\nand tests\\n```rs\\nfn b() {}\\n```")
+    'fn a() {}\\n\\nfn b() {}'
+    >>> extract_rust("fn a() {}")
+    ''
+    """
+    text = completion_text(completion)
+    blocks: list[str] = []
+    pos = 0
+    while True:
+        opening = _FENCE.search(text, pos)
+        if opening is None:
+            break
+        fence, tag = opening.group(1), opening.group(2).lower()
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        end = closing.search(text, opening.end())
+        body_end = end.start() if end else len(text)
+        if tag in _RUST_TAGS:
+            blocks.append(text[opening.end() + 1 : body_end].strip("\n"))
+        if end is None:
+            break
+        pos = end.end()
+    return "\n\n".join(b for b in blocks if b.strip())

@@ -1,0 +1,268 @@
+"""Evaluation metrics: pass@k, Wilson intervals and per-model summaries of verifier results.
+
+A results table has one row per completion: ``model``, ``task_id``, ``sample`` plus every key of
+``Report.flat()``. ``summarize`` turns it into one ``ModelSummary`` per model (what eval.py writes to
+``summary.json`` and viz.py plots).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+RATE_COLUMNS = {"build_rate": "build_ok", "clippy_rate": "clippy_ok", "test_rate": "tests_ok"}
+"""Summary rate name -> boolean results column it averages (over all completions)."""
+
+HACK_REASONS = ("no_tests", "trivial_asserts_only", "tests_skip_solution", "forbidden")
+"""Why a completion is flagged as a likely reward hack (see ``hack_reasons``)."""
+
+BOOTSTRAP_RESAMPLES = 1000
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one task: ``1 - C(n-c, k) / C(n, k)`` (Chen et al. 2021).
+
+    ``n`` samples were drawn, ``c`` of them passed. Computed as a product to stay stable for large n.
+
+    >>> round(pass_at_k(5, 2, 1), 4)
+    0.4
+    >>> round(pass_at_k(5, 2, 2), 4)
+    0.7
+    """
+    if not 0 <= c <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n, got n={n} c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 1 <= k <= n, got n={n} k={k}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def wilson_interval(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% for the default z).
+
+    Returns ``(0.0, 1.0)`` when ``total`` is 0 (nothing is known).
+
+    >>> tuple(round(x, 4) for x in wilson_interval(8, 10))
+    (0.4902, 0.9433)
+    """
+    if total < 0 or not 0 <= successes <= total:
+        raise ValueError(f"Wilson interval needs 0 <= successes <= total, got {successes}/{total}")
+    if total == 0:
+        return (0.0, 1.0)
+    p = successes / total
+    z2 = z * z
+    centre = (p + z2 / (2 * total)) / (1 + z2 / total)
+    half = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total)) / (1 + z2 / total)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _items(value: Any) -> list[Any]:
+    """A list-valued cell as a list (parquet gives numpy arrays, missing cells give None/NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    if isinstance(value, str):
+        return [value]
+    return list(value)
+
+
+def _int(value: Any) -> int:
+    return 0 if value is None or pd.isna(value) else int(value)
+
+
+def hack_reasons(row: dict[str, Any]) -> list[str]:
+    """Why one result row looks like reward hacking (empty list: it does not).
+
+    - ``no_tests``: the code compiles but has no ``#[test]`` function;
+    - ``trivial_asserts_only``: it compiles and every assertion is trivial (``assert!(true)``...);
+    - ``tests_skip_solution``: it compiles and has tests, but none of them calls the solution;
+    - ``forbidden``: the source uses something banned (``process::exit``, ``Command``...).
+    """
+    reasons = []
+    if bool(row.get("build_ok")):
+        test_fns = _int(row.get("test_fns"))
+        if test_fns == 0:
+            reasons.append("no_tests")
+        if _int(row.get("trivial_assertions")) > 0 and _int(row.get("meaningful_assertions")) == 0:
+            reasons.append("trivial_asserts_only")
+        if test_fns > 0 and _int(row.get("tests_calling_solution")) == 0:
+            reasons.append("tests_skip_solution")
+    if _items(row.get("forbidden")):
+        reasons.append("forbidden")
+    return reasons
+
+
+def hack_flags(results: pd.DataFrame) -> pd.Series:
+    """One boolean per result row: True when ``hack_reasons`` finds anything."""
+    return pd.Series(
+        [bool(hack_reasons(row)) for row in results.to_dict("records")], index=results.index, dtype=bool
+    )
+
+
+def top_counts(cells: Iterable[Any], top: int = 10) -> list[list[Any]]:
+    """``[[item, completions containing it], ...]``, most frequent first, for a list-valued column."""
+    counter: Counter[str] = Counter()
+    for cell in cells:
+        counter.update({str(item) for item in _items(cell)})
+    return [[item, count] for item, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
+
+
+def per_task_pass(results: pd.DataFrame, ks: Sequence[int] = (1,)) -> pd.DataFrame:
+    """Hidden-test pass counts per (model, task): columns model, task_id, n, c, ``pass@k`` for each k.
+
+    Rows whose task has no hidden tests (``hidden_ok`` is null) are left out. ``pass@k`` is NaN for a
+    task with fewer than k samples.
+    """
+    scored = results[results["hidden_ok"].notna()]
+    columns = ["model", "task_id", "n", "c", *(f"pass@{k}" for k in ks)]
+    if scored.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = (
+        scored.assign(passed=scored["hidden_ok"].astype(bool))
+        .groupby(["model", "task_id"], sort=True)["passed"]
+        .agg(n="size", c="sum")
+        .reset_index()
+    )
+    for k in ks:
+        grouped[f"pass@{k}"] = [
+            pass_at_k(int(n), int(c), k) if n >= k else math.nan
+            for n, c in zip(grouped["n"], grouped["c"], strict=True)
+        ]
+    return grouped[columns]
+
+
+def bootstrap_interval(values: Sequence[float], seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (tasks resampled with replacement)."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return (0.0, 1.0)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(BOOTSTRAP_RESAMPLES, data.size))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    return (float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail)))
+
+
+@dataclass
+class ModelSummary:
+    """Aggregate eval numbers for one model (one entry of ``summary.json``).
+
+    Rates are over completions; ``hidden_pass_at_1`` and ``pass_at_k`` are per-task estimates averaged
+    over tasks that have hidden tests (None when there are none, or when a task has fewer than k samples).
+    ``ci`` holds 95% intervals: Wilson for rates, a task bootstrap for ``pass@k``.
+    """
+
+    n: int
+    n_tasks: int
+    build_rate: float
+    clippy_rate: float
+    test_rate: float
+    hidden_pass_at_1: float | None
+    pass_at_k: dict[str, float | None]
+    ci: dict[str, list[float]]
+    top_error_codes: list[list[Any]]
+    top_clippy_lints: list[list[Any]]
+    hack_flag_rate: float
+    hack_reasons: dict[str, int] = field(default_factory=dict)
+    n_hidden_tasks: int = 0
+    timeouts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize_model(results: pd.DataFrame, ks: Sequence[int] = (1,), top: int = 10) -> ModelSummary:
+    """Summarize the result rows of ONE model."""
+    n = len(results)
+    ci: dict[str, list[float]] = {}
+    rates: dict[str, float] = {}
+    for name, column in RATE_COLUMNS.items():
+        passed = int(results[column].fillna(False).astype(bool).sum()) if n else 0
+        rates[name] = passed / n if n else 0.0
+        ci[name] = list(wilson_interval(passed, n))
+
+    reasons = [hack_reasons(row) for row in results.to_dict("records")]
+    flagged = sum(bool(r) for r in reasons)
+    ci["hack_flag_rate"] = list(wilson_interval(flagged, n))
+
+    tasks = per_task_pass(results, ks)
+    hidden_rows = results[results["hidden_ok"].notna()]
+    hidden_passed = int(hidden_rows["hidden_ok"].astype(bool).sum())
+    hidden_pass_at_1 = None
+    pass_k: dict[str, float | None] = {}
+    if not tasks.empty:
+        hidden_pass_at_1 = float((tasks["c"] / tasks["n"]).mean())
+        ci["hidden_pass_at_1"] = list(wilson_interval(hidden_passed, len(hidden_rows)))
+        for k in ks:
+            column = tasks[f"pass@{k}"]
+            if column.isna().any():
+                pass_k[str(k)] = None
+                continue
+            pass_k[str(k)] = float(column.mean())
+            ci[f"pass@{k}"] = list(bootstrap_interval(column.tolist()))
+    else:
+        pass_k = {str(k): None for k in ks}
+
+    return ModelSummary(
+        n=n,
+        n_tasks=int(results["task_id"].nunique()),
+        build_rate=rates["build_rate"],
+        clippy_rate=rates["clippy_rate"],
+        test_rate=rates["test_rate"],
+        hidden_pass_at_1=hidden_pass_at_1,
+        pass_at_k=pass_k,
+        ci=ci,
+        top_error_codes=top_counts(results["error_codes"], top),
+        top_clippy_lints=top_counts(results["clippy_warnings"], top),
+        hack_flag_rate=flagged / n if n else 0.0,
+        hack_reasons={reason: sum(reason in r for r in reasons) for reason in HACK_REASONS},
+        n_hidden_tasks=len(tasks),
+        timeouts=sum(bool(_items(cell)) for cell in results["timed_out"]) if "timed_out" in results else 0,
+    )
+
+
+def summarize(results: pd.DataFrame, ks: Sequence[int] = (1,), top: int = 10) -> dict[str, ModelSummary]:
+    """One ``ModelSummary`` per value of the ``model`` column, in order of first appearance."""
+    if "model" not in results.columns:
+        raise ValueError("results table has no 'model' column")
+    return {
+        str(model): summarize_model(results[results["model"] == model], ks, top)
+        for model in results["model"].drop_duplicates()
+    }
+
+
+def comparison_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
+    """A side-by-side table, one row per model: counts, rates, hidden pass@1, pass@k, hack flag rate."""
+    rows = []
+    for model, s in summaries.items():
+        row: dict[str, Any] = {
+            "model": model, "n": s.n, "tasks": s.n_tasks,
+            "build": s.build_rate, "clippy": s.clippy_rate, "test": s.test_rate,
+            "hidden pass@1": s.hidden_pass_at_1,
+        }
+        row.update({f"pass@{k}": v for k, v in s.pass_at_k.items()})
+        row["hack flags"] = s.hack_flag_rate
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def long_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
+    """Tidy rows (model, metric, value, lo, hi) for charts: the three rates, hidden pass@1, pass@k, hacks."""
+    rows = []
+    for model, s in summaries.items():
+        values: dict[str, float | None] = {
+            "build_rate": s.build_rate, "clippy_rate": s.clippy_rate, "test_rate": s.test_rate,
+            "hidden_pass_at_1": s.hidden_pass_at_1, "hack_flag_rate": s.hack_flag_rate,
+        }
+        values.update({f"pass@{k}": v for k, v in s.pass_at_k.items()})
+        for metric, value in values.items():
+            if value is None:
+                continue
+            lo, hi = s.ci.get(metric, [value, value])
+            rows.append({"model": model, "metric": metric, "value": value, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows, columns=["model", "metric", "value", "lo", "hi"])

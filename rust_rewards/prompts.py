@@ -1,0 +1,26 @@
+"""The one system prompt and chat layout used by training, inference and eval."""
+
+from __future__ import annotations
+
+SYSTEM_PROMPT = """You are an expert Rust programmer. Solve the task with safe, idiomatic Rust 2021 that uses \
+only the standard library (no external crates).
+
+Answer with exactly one ```rust code block that contains:
+1. the solution: the requested items, declared `pub`, with the exact names and signatures the task gives;
+2. a `#[cfg(test)] mod tests` module with `use super::*;` and several `#[test]` functions whose \
+assertions call your solution and check its results, including edge cases.
+
+Do not write a `fn main`. The code is compiled with `cargo build`, checked with `cargo clippy` and run \
+with `cargo test`; it must build without warnings."""
+
+
+def chat_messages(task_prompt: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
+    """The conversational prompt for one task, as TRL and chat templates expect it.
+
+    >>> chat_messages("Write `pub fn add(a: i32, b: i32) -> i32`.")[1]["role"]
+    'user'
+    """
+    return [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": task_prompt},
+    ]

@@ -1,0 +1,170 @@
+"""The one verdict per completion that every consumer (rewards, eval, viz) reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TestCounts:
+    """libtest's counts for one group of tests (the model's own, or the hidden reference tests).
+
+    ``expected`` is the number of ``#[test]`` functions found in the source; ``summary_seen`` is
+    whether libtest printed its ``test result:`` line (a binary that exits early never does).
+    """
+
+    passed: int = 0
+    failed: int = 0
+    ignored: int = 0
+    expected: int = 0
+    summary_seen: bool = False
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """At least one test passed, none failed, and every expected test ran (or was ``#[ignore]``d)."""
+        return (
+            self.summary_seen
+            and not self.timed_out
+            and self.expected > 0
+            and self.failed == 0
+            and self.passed >= 1
+            and self.passed + self.ignored >= self.expected
+        )
+
+    @property
+    def fraction_passed(self) -> float:
+        """Passed tests over expected tests (0.0 when nothing was expected or the run was forged)."""
+        if self.expected <= 0 or not self.summary_seen:
+            return 0.0
+        return min(self.passed, self.expected) / self.expected
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What static analysis of the extracted code found (no compiler involved)."""
+
+    code_lines: int = 0
+    test_fns: tuple[str, ...] = ()
+    assertions: int = 0
+    meaningful_assertions: tuple[str, ...] = ()
+    trivial_assertions: int = 0
+    tests_calling_solution: int = 0
+    forbidden: tuple[str, ...] = ()
+
+    @property
+    def has_test_block(self) -> bool:
+        return bool(self.test_fns)
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the verifier learned about one completion.
+
+    ``build_ok``: the library compiles (clippy-only findings do not count as build errors).
+    ``clippy_ok``: it compiles and clippy reports no ``clippy::`` lint at all.
+    ``own_tests``: the model's own ``#[test]`` functions; ``hidden_tests``: the task's reference
+    tests, ``None`` when the task has none.
+    """
+
+    has_code: bool
+    code_hash: str = ""
+    build_ok: bool = False
+    clippy_ok: bool = False
+    error_codes: tuple[str, ...] = ()
+    clippy_warnings: tuple[str, ...] = ()
+    rustc_warnings: int = 0
+    own_tests: TestCounts = field(default_factory=TestCounts)
+    hidden_tests: TestCounts | None = None
+    source: SourceFacts = field(default_factory=SourceFacts)
+    timed_out: tuple[str, ...] = ()
+    durations: dict[str, float] = field(default_factory=dict)
+    diagnostics: str = ""
+    test_output: str = ""
+    isolation: tuple[str, ...] = ()
+    mode: str = "direct"
+    internal_error: str = ""
+
+    @property
+    def tests_ok(self) -> bool:
+        """The model's own tests ran, there was at least one, and all passed (no forged exit)."""
+        return self.build_ok and self.own_tests.ok and not self.source.forbidden
+
+    @property
+    def hidden_ok(self) -> bool:
+        """Every hidden reference test passed (False when there are none)."""
+        return (
+            self.build_ok
+            and self.hidden_tests is not None
+            and self.hidden_tests.ok
+            and not self.source.forbidden
+        )
+
+    def verdict(self) -> dict[str, Any]:
+        """The fields two verifier modes must agree on (durations, texts and isolation excluded)."""
+        return {
+            "has_code": self.has_code,
+            "build_ok": self.build_ok,
+            "clippy_ok": self.clippy_ok,
+            "error_codes": sorted(set(self.error_codes)),
+            "clippy_warnings": sorted(self.clippy_warnings),
+            "own_tests": (self.own_tests.passed, self.own_tests.failed, self.own_tests.ignored,
+                          self.own_tests.summary_seen),
+            "hidden_tests": None if self.hidden_tests is None else (
+                self.hidden_tests.passed, self.hidden_tests.failed, self.hidden_tests.summary_seen),
+            "timed_out": sorted(self.timed_out),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (tuples become lists)."""
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        kwargs = dict(data)
+        kwargs["own_tests"] = TestCounts(**data.get("own_tests") or {})
+        hidden = data.get("hidden_tests")
+        kwargs["hidden_tests"] = None if hidden is None else TestCounts(**hidden)
+        src = dict(data.get("source") or {})
+        for key in ("test_fns", "meaningful_assertions", "forbidden"):
+            src[key] = tuple(src.get(key) or ())
+        kwargs["source"] = SourceFacts(**src)
+        for f in fields(cls):
+            if f.name in kwargs and isinstance(kwargs[f.name], list):
+                kwargs[f.name] = tuple(kwargs[f.name])
+        return cls(**{k: v for k, v in kwargs.items() if k in {f.name for f in fields(cls)}})
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        return cls.from_dict(json.loads(text))
+
+    def flat(self) -> dict[str, Any]:
+        """One flat row for tables and parquet (what eval and viz read)."""
+        hidden = self.hidden_tests
+        return {
+            "has_code": self.has_code,
+            "build_ok": self.build_ok,
+            "clippy_ok": self.clippy_ok,
+            "tests_ok": self.tests_ok,
+            "tests_passed": self.own_tests.passed,
+            "tests_failed": self.own_tests.failed,
+            "tests_ignored": self.own_tests.ignored,
+            "test_fns": len(self.source.test_fns),
+            "hidden_total": None if hidden is None else hidden.expected,
+            "hidden_passed": None if hidden is None else hidden.passed,
+            "hidden_ok": self.hidden_ok if hidden is not None else None,
+            "error_codes": list(self.error_codes),
+            "clippy_warnings": list(self.clippy_warnings),
+            "timed_out": list(self.timed_out),
+            "trivial_assertions": self.source.trivial_assertions,
+            "meaningful_assertions": len(self.source.meaningful_assertions),
+            "tests_calling_solution": self.source.tests_calling_solution,
+            "forbidden": list(self.source.forbidden),
+            "diagnostics": self.diagnostics,
+            "verify_seconds": round(sum(self.durations.values()), 4),
+        }

@@ -1,0 +1,198 @@
+"""TRL reward functions: small pure projections of the verifier's ``Report``.
+
+Scales follow the published Rust-GRPO runs (build 1.0, clippy 1.0, test 2.0, non-empty 1.0, test block 0.5,
+assertions up to 1.0; the scale lives in the returned values, weights default to 1.0), with their holes fixed:
+every ``#[test]`` counts, clippy means no clippy lint at all, a crate with zero tests or a forged test exit
+earns no test reward, and trivial assertions earn nothing. ``hidden_test_reward`` adds the fraction of the
+task's reference tests passed (scaled to 2.0), or ``None`` (ignored by TRL) for rows without reference tests.
+
+Each reward function takes TRL's ``(completions, **kwargs)``; dataset columns such as ``reference_tests``
+and ``test_shape`` arrive in ``kwargs``. All of them read one cached verification per completion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rust_rewards.report import Report
+from rust_rewards.tasks import HiddenTests, hidden_tests_from_row
+from rust_rewards.verifier import get_verifier
+
+_TASK_COLUMNS = ("reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release")
+
+
+def build_score(r: Report) -> float:
+    return 1.0 if r.build_ok else 0.0
+
+
+def clippy_score(r: Report) -> float:
+    return 1.0 if r.clippy_ok else 0.0
+
+
+def test_score(r: Report) -> float:
+    return 2.0 if r.tests_ok and r.source.meaningful_assertions else 0.0
+
+
+def non_empty_score(r: Report) -> float:
+    return 1.0 if r.has_code and r.source.code_lines >= 3 and r.source.has_test_block else 0.0
+
+
+def test_block_score(r: Report) -> float:
+    return 0.5 if r.source.has_test_block else 0.0
+
+
+def assertion_score(r: Report) -> float:
+    return min(1.0, 0.25 * len(r.source.meaningful_assertions))
+
+
+def hidden_test_score(r: Report) -> float | None:
+    if r.hidden_tests is None:
+        return None
+    if not r.build_ok or r.source.forbidden:
+        return 0.0
+    return 2.0 * r.hidden_tests.fraction_passed
+
+
+def _hidden(kwargs: dict[str, Any], n: int) -> list[HiddenTests | None]:
+    if not kwargs.get("reference_tests"):
+        return [None] * n
+    columns = {c: kwargs[c] for c in _TASK_COLUMNS if isinstance(kwargs.get(c), (list, tuple))}
+    return [hidden_tests_from_row({c: v[i] for c, v in columns.items()}) for i in range(n)]
+
+
+def reports_for(completions: list[Any], **kwargs: Any) -> list[Report]:
+    """The (cached) reports of a batch, with hidden tests taken from the dataset columns in ``kwargs``."""
+    return get_verifier().verify_many(completions, _hidden(kwargs, len(completions)))
+
+
+async def areports_for(completions: list[Any], **kwargs: Any) -> list[Report]:
+    return await get_verifier().averify_many(completions, _hidden(kwargs, len(completions)))
+
+
+def build_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """1.0 when the extracted code compiles as a library crate, else 0.0.
+
+    Example:
+    >>> build_reward(["```rust\\npub fn one() -> i32 { 1 }\\n```", "```rust\\npub fn one() -> i32 { \\"1\\" }\\n```"])
+    [1.0, 0.0]
+    """
+    return [build_score(r) for r in reports_for(completions, **kwargs)]
+
+
+def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """1.0 when the code compiles and clippy reports no lint at all (warnings included), else 0.0.
+
+    Example:
+    >>> clippy_reward(["```rust\\npub fn n(v: &[i32]) -> usize { v.len() }\\n```",
+    ...                "```rust\\npub fn n(v: &Vec<i32>) -> usize { return v.len(); }\\n```"])
+    [1.0, 0.0]
+    """
+    return [clippy_score(r) for r in reports_for(completions, **kwargs)]
+
+
+def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """2.0 when the model's own tests all pass (at least one, none forged by an early exit) and at least one
+    assertion checks the solution; else 0.0.
+
+    Example:
+    >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[cfg(test)]\\nmod tests {\\n    use super::*;\\n"
+    >>> test_reward(["```rust\\n" + code + "    #[test]\\n    fn t() { assert_eq!(sq(3), 9); }\\n}\\n```",
+    ...              "```rust\\n" + code + "    #[test]\\n    fn t() { assert!(true); }\\n}\\n```"])
+    [2.0, 0.0]
+    """
+    return [test_score(r) for r in reports_for(completions, **kwargs)]
+
+
+def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """1.0 when there is a Rust block with at least 3 non-comment lines and a test function, else 0.0.
+
+    Example:
+    >>> non_empty_reward(["no code here", "```rust\\npub fn a() {}\\n#[test]\\nfn t() { a(); }\\n```"])
+    [0.0, 1.0]
+    """
+    return [non_empty_score(r) for r in reports_for(completions, **kwargs)]
+
+
+def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """0.5 when the code has at least one ``#[test]`` function, else 0.0.
+
+    Example:
+    >>> test_block_reward(["```rust\\npub fn a() {}\\n```", "```rust\\n#[test]\\nfn t() {}\\n```"])
+    [0.0, 0.5]
+    """
+    return [test_block_score(r) for r in reports_for(completions, **kwargs)]
+
+
+def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """0.25 per distinct assertion that reaches solution code, across all test functions, capped at 1.0.
+
+    Trivial assertions (``assert!(true)``, ``assert_eq!(2, 2)``, asserts that never touch the solution) earn
+    nothing.
+
+    Example:
+    >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[test]\\nfn t() { assert_eq!(sq(2), 4); assert_eq!(2, 2); }"
+    >>> assertion_reward(["```rust\\n" + code + "\\n```"])
+    [0.25]
+    """
+    return [assertion_score(r) for r in reports_for(completions, **kwargs)]
+
+
+def hidden_test_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """2.0 x the fraction of the task's reference tests that pass; ``None`` for rows without reference tests.
+
+    Example:
+    >>> hidden_test_reward(["```rust\\npub fn sq(x: i32) -> i32 { x * x }\\n```"],
+    ...                    reference_tests=["#[test]\\nfn h() { assert_eq!(sq(4), 16); }"], test_shape=["unit"])
+    [2.0]
+    """
+    return [hidden_test_score(r) for r in reports_for(completions, **kwargs)]
+
+
+SCORES: dict[str, Callable[[Report], float | None]] = {
+    "build_reward": build_score,
+    "clippy_reward": clippy_score,
+    "test_reward": test_score,
+    "non_empty_reward": non_empty_score,
+    "test_block_reward": test_block_score,
+    "assertion_reward": assertion_score,
+    "hidden_test_reward": hidden_test_score,
+}
+"""Reward name -> pure projection of a report (unweighted)."""
+
+REWARD_FUNCS = [
+    build_reward, clippy_reward, test_reward, non_empty_reward, test_block_reward, assertion_reward,
+    hidden_test_reward,
+]
+
+DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in SCORES}
+"""Weights per reward name (the scale lives in the values, as in the published runs)."""
+
+MAX_TOTAL = 8.5
+"""The highest weighted total with default weights (6.5 without hidden tests)."""
+
+
+def _as_async(sync_fn: Callable[..., list[float | None]]) -> Callable[..., Any]:
+    score = SCORES[sync_fn.__name__]
+
+    async def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        return [score(r) for r in await areports_for(completions, **kwargs)]
+
+    reward.__name__ = reward.__qualname__ = sync_fn.__name__
+    reward.__doc__ = sync_fn.__doc__
+    return reward
+
+
+ASYNC_REWARD_FUNCS = [_as_async(f) for f in REWARD_FUNCS]
+"""The same rewards as ``async def`` functions: TRL 1.x runs them concurrently."""
+
+
+def rewards_from_report(report: Report) -> dict[str, float | None]:
+    """Every reward for one report, unweighted (what the CLI prints and training logs)."""
+    return {name: score(report) for name, score in SCORES.items()}
+
+
+def weighted_total(rewards: dict[str, float | None], weights: dict[str, float] | None = None) -> float:
+    """Weighted sum of the rewards that apply (``None`` ones skipped, as TRL does)."""
+    weights = weights or DEFAULT_WEIGHTS
+    return sum(weights.get(k, 0.0) * v for k, v in rewards.items() if v is not None)

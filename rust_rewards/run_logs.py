@@ -1,0 +1,441 @@
+"""Read a training output dir and an eval output dir into DataFrames (what viz.py plots).
+
+Training dir (written by train.py): ``params.json``, ``metrics.jsonl`` (one JSON object per logged
+step) and ``completions/step_NNNNNN.parquet`` (one row per completion with its rewards and
+``Report.flat()`` verdict). Eval dir (written by eval.py): ``summary.json`` and ``results.parquet``.
+Readers tolerate a run that is still being written: a missing file means "not logged yet" and an
+unterminated last line of ``metrics.jsonl`` is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rust_rewards.extract import completion_text
+from rust_rewards.metrics import ModelSummary, long_metrics, summarize
+
+PARAMS_FILE = "params.json"
+METRICS_FILE = "metrics.jsonl"
+COMPLETIONS_DIR = "completions"
+COMPLETION_GLOB = "step_*.parquet"
+SUMMARY_FILE = "summary.json"
+RESULTS_FILE = "results.parquet"
+
+REQUIRED_COMPLETION_COLUMNS = ("step", "completion", "reward", "build_ok", "clippy_ok", "tests_ok")
+CHECK_COLUMNS = {"build": "build_ok", "clippy": "clippy_ok", "tests": "tests_ok", "hidden tests": "hidden_ok"}
+"""Pass-rate name -> boolean completion column (``hidden_ok`` is null for tasks without hidden tests)."""
+
+REWARD_PREFIX = "rewards/"
+REWARD_SUFFIX = "/mean"
+
+
+class RunLogError(ValueError):
+    """A log file exists but cannot be read; the message names the file, line or column."""
+
+
+@dataclass(frozen=True)
+class DirState:
+    """What a folder holds: ``ok``, ``empty`` (a run with nothing logged yet), ``missing`` or ``invalid``."""
+
+    kind: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+@dataclass
+class RunLogs:
+    """Everything logged so far by one training run."""
+
+    path: Path
+    params: dict[str, Any]
+    metrics: pd.DataFrame
+    completions: pd.DataFrame
+
+    @property
+    def last_step(self) -> int | None:
+        steps = [int(df["step"].max()) for df in (self.metrics, self.completions) if not df.empty]
+        return max(steps) if steps else None
+
+
+@dataclass
+class EvalLogs:
+    """One eval output dir: a summary per model and the per-completion results (empty if absent)."""
+
+    path: Path
+    summaries: dict[str, ModelSummary]
+    results: pd.DataFrame
+
+
+def _completion_files(path: Path) -> list[Path]:
+    return sorted((path / COMPLETIONS_DIR).glob(COMPLETION_GLOB))
+
+
+def _has_metric_lines(path: Path) -> bool:
+    metrics = path / METRICS_FILE
+    if not metrics.is_file():
+        return False
+    return any(line.strip() for line in metrics.read_text(encoding="utf-8").splitlines())
+
+
+def inspect_run(path: str | os.PathLike[str]) -> DirState:
+    """Say whether ``path`` is a training output dir with something to plot, without raising."""
+    if not str(path).strip():
+        return DirState("missing", "Choose a training output directory (`--run DIR` or the field above).")
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        return DirState("missing", f"`{folder}` does not exist (yet): no training has written there.")
+    if not folder.is_dir():
+        return DirState("invalid", f"`{folder}` is a file, not a training output directory.")
+    markers = [folder / PARAMS_FILE, folder / METRICS_FILE, folder / COMPLETIONS_DIR]
+    if not any(marker.exists() for marker in markers):
+        return DirState(
+            "invalid",
+            f"`{folder}` is not a training run: no {PARAMS_FILE}, {METRICS_FILE} or {COMPLETIONS_DIR}/.",
+        )
+    if not _has_metric_lines(folder) and not _completion_files(folder):
+        return DirState("empty", f"`{folder}` is a training run with no logged step yet.")
+    return DirState("ok", f"`{folder}`")
+
+
+def inspect_eval(path: str | os.PathLike[str]) -> DirState:
+    """Say whether ``path`` is an eval output dir (``summary.json`` or ``results.parquet``)."""
+    if not str(path).strip():
+        return DirState("missing", "No eval directory given (`--eval DIR` or the field above).")
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return DirState("missing", f"`{folder}` is not an existing directory.")
+    if not (folder / SUMMARY_FILE).is_file() and not (folder / RESULTS_FILE).is_file():
+        return DirState("invalid", f"`{folder}` is not an eval dir: no {SUMMARY_FILE} or {RESULTS_FILE}.")
+    return DirState("ok", f"`{folder}`")
+
+
+def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """``params.json`` of a run as a dict (empty when it is not written yet)."""
+    file = Path(path) / PARAMS_FILE
+    if not file.is_file():
+        return {}
+    try:
+        params = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise RunLogError(f"{file}: not valid JSON ({err})") from err
+    if not isinstance(params, dict):
+        raise RunLogError(f"{file}: expected a JSON object, got {type(params).__name__}")
+    return params
+
+
+def load_metrics(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """``metrics.jsonl`` as one row per step, sorted by step.
+
+    Several objects for one step (a resumed run, a final summary line) merge: the last non-null value
+    of each column wins. An unterminated last line (being written) is skipped.
+    """
+    file = Path(path) / METRICS_FILE
+    if not file.is_file():
+        return pd.DataFrame(columns=["step"])
+    text = file.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        lines = lines[:-1]
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RunLogError(f"{file}:{number}: not valid JSON ({err.msg})") from err
+        if not isinstance(row, dict) or "step" not in row:
+            raise RunLogError(f"{file}:{number}: expected a JSON object with a 'step' field")
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["step"])
+    frame = pd.DataFrame(rows)
+    frame["step"] = pd.to_numeric(frame["step"], errors="raise").astype(int)
+    return frame.groupby("step", sort=True).last().reset_index()
+
+
+_PARQUET_CACHE: dict[Path, tuple[tuple[int, int], pd.DataFrame]] = {}
+
+
+def _read_completion_file(file: Path) -> pd.DataFrame:
+    """One step's parquet file, cached by (mtime, size) so periodic refreshes re-read only new files."""
+    stat = file.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    cached = _PARQUET_CACHE.get(file)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        frame = pd.read_parquet(file)
+    except Exception as err:  # pyarrow raises several types for a corrupt file
+        raise RunLogError(f"{file}: cannot read parquet ({err})") from err
+    missing = [column for column in REQUIRED_COMPLETION_COLUMNS if column not in frame.columns]
+    if missing:
+        raise RunLogError(f"{file}: missing column(s) {', '.join(missing)}")
+    _PARQUET_CACHE[file] = (key, frame)
+    return frame
+
+
+def _text(value: Any) -> str:
+    """A prompt cell as text (a conversational prompt is a list of {role, content})."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        messages = list(value)
+    except TypeError:
+        return str(value)
+    return "\n\n".join(
+        str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in messages
+    )
+
+
+def _items(value: Any) -> list[str]:
+    """A list-valued cell (numpy array from parquet, list, None) as a list of strings."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    return [str(item) for item in value]
+
+
+def verdict(row: dict[str, Any]) -> str:
+    """A one-word summary of a completion's checks, the first failing one."""
+    if "has_code" in row and not row["has_code"]:
+        return "no code"
+    if not row.get("build_ok"):
+        return "build error"
+    if not row.get("clippy_ok"):
+        return "clippy"
+    if not row.get("tests_ok"):
+        return "tests fail"
+    return "tests pass"
+
+
+def load_completions(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """All ``completions/step_*.parquet`` files as one table, with text ``prompt``/``completion``,
+    ``error_codes`` as lists of strings and a ``verdict`` column."""
+    frames = [_read_completion_file(file) for file in _completion_files(Path(path))]
+    if not frames:
+        return pd.DataFrame(columns=[*REQUIRED_COMPLETION_COLUMNS, "error_codes", "verdict"])
+    frame = pd.concat(frames, ignore_index=True)
+    frame["step"] = frame["step"].astype(int)
+    frame["completion"] = [
+        completion_text(v.tolist() if hasattr(v, "tolist") else v) for v in frame["completion"]
+    ]
+    if "prompt" in frame.columns:
+        frame["prompt"] = [_text(v) for v in frame["prompt"]]
+    if "error_codes" not in frame.columns:
+        frame["error_codes"] = [[] for _ in range(len(frame))]
+    frame["error_codes"] = [_items(v) for v in frame["error_codes"]]
+    frame["verdict"] = [verdict(row) for row in frame.to_dict("records")]
+    return frame.sort_values("step", kind="stable").reset_index(drop=True)
+
+
+def load_run(path: str | os.PathLike[str]) -> RunLogs:
+    """Read everything a training run has logged so far."""
+    folder = Path(path).expanduser()
+    return RunLogs(folder, load_params(folder), load_metrics(folder), load_completions(folder))
+
+
+def dir_signature(path: str | os.PathLike[str]) -> tuple[tuple[str, int, int], ...]:
+    """(name, mtime, size) of every log file: it changes exactly when there is something new to read."""
+    folder = Path(path).expanduser()
+    files = [folder / PARAMS_FILE, folder / METRICS_FILE, *_completion_files(folder),
+             folder / SUMMARY_FILE, folder / RESULTS_FILE]
+    signature = []
+    for file in files:
+        try:
+            stat = file.stat()
+        except OSError:
+            continue
+        signature.append((file.name, stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)
+
+
+def ema(values: pd.Series, smoothing: float) -> pd.Series:
+    """Debiased exponential moving average (TensorBoard's smoothing); 0 leaves the values as they are."""
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    numeric = pd.to_numeric(values, errors="coerce").astype(float)
+    if smoothing == 0.0:
+        return numeric
+    return numeric.ewm(alpha=1.0 - smoothing, adjust=True, ignore_na=True).mean()
+
+
+def reward_names(metrics: pd.DataFrame) -> list[str]:
+    """Reward function names that have a ``rewards/<name>/mean`` column, in logged order."""
+    return [
+        column[len(REWARD_PREFIX):-len(REWARD_SUFFIX)]
+        for column in metrics.columns
+        if column.startswith(REWARD_PREFIX) and column.endswith(REWARD_SUFFIX)
+    ]
+
+
+def metric_series(metrics: pd.DataFrame, columns: dict[str, str], smoothing: float = 0.0) -> pd.DataFrame:
+    """Tidy rows (step, series, value, smoothed) for the given {label: metrics column}; columns that
+    were never logged (absent or all null) are left out."""
+    parts = []
+    for label, column in columns.items():
+        if column not in metrics.columns:
+            continue
+        values = pd.to_numeric(metrics[column], errors="coerce")
+        if values.notna().sum() == 0:
+            continue
+        part = pd.DataFrame({"step": metrics["step"].astype(int), "series": label, "value": values})
+        part["smoothed"] = ema(part["value"], smoothing).to_numpy()
+        parts.append(part.dropna(subset=["value"]))
+    if not parts:
+        return pd.DataFrame(columns=["step", "series", "value", "smoothed"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def reward_series(metrics: pd.DataFrame, smoothing: float = 0.0) -> pd.DataFrame:
+    """Tidy rows for every ``rewards/<name>/mean`` column."""
+    return metric_series(
+        metrics, {name: f"{REWARD_PREFIX}{name}{REWARD_SUFFIX}" for name in reward_names(metrics)}, smoothing
+    )
+
+
+def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
+    """Per step and check (build, clippy, tests, hidden tests): the fraction of completions that pass.
+
+    ``hidden tests`` is over completions whose task has hidden tests and is left out where none has.
+    """
+    rows = []
+    for step, group in completions.groupby("step", sort=True):
+        for check, column in CHECK_COLUMNS.items():
+            if column not in group.columns:
+                continue
+            values = group[column].dropna()
+            if values.empty:
+                continue
+            passed = int(values.astype(bool).sum())
+            rows.append({"step": int(step), "check": check, "rate": passed / len(values),
+                         "passed": passed, "n": len(values)})
+    return pd.DataFrame(rows, columns=["step", "check", "rate", "passed", "n"])
+
+
+def top_error_codes(completions: pd.DataFrame, top: int = 8) -> list[tuple[str, int]]:
+    """The most frequent compiler error codes: (code, completions containing it), most frequent first."""
+    counter: Counter[str] = Counter()
+    for codes in completions.get("error_codes", pd.Series(dtype=object)):
+        counter.update(set(_items(codes)))
+    return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+
+
+def error_code_counts(completions: pd.DataFrame, top: int = 8) -> pd.DataFrame:
+    """Per step, how many completions hit each of the ``top`` most frequent error codes overall."""
+    codes = [code for code, _ in top_error_codes(completions, top)]
+    rows = []
+    for step, group in completions.groupby("step", sort=True):
+        counter: Counter[str] = Counter()
+        for cell in group["error_codes"]:
+            counter.update(set(_items(cell)))
+        rows.extend({"step": int(step), "code": code, "count": counter[code]} for code in codes)
+    return pd.DataFrame(rows, columns=["step", "code", "count"])
+
+
+ANY_CODE = "any"
+NO_CODE = "none"
+
+
+def filter_completions(
+    completions: pd.DataFrame,
+    steps: tuple[int, int] | None = None,
+    rewards: tuple[float, float] | None = None,
+    error_code: str = ANY_CODE,
+) -> pd.DataFrame:
+    """Rows within an inclusive step range and reward range that have ``error_code`` (``any``: no
+    filter; ``none``: no error code at all)."""
+    mask = pd.Series(True, index=completions.index)
+    if steps is not None:
+        mask &= completions["step"].between(steps[0], steps[1])
+    if rewards is not None:
+        mask &= pd.to_numeric(completions["reward"], errors="coerce").between(rewards[0], rewards[1])
+    if error_code == NO_CODE:
+        mask &= pd.Series([not _items(codes) for codes in completions["error_codes"]], index=mask.index)
+    elif error_code != ANY_CODE:
+        mask &= pd.Series([error_code in _items(c) for c in completions["error_codes"]], index=mask.index)
+    return completions[mask]
+
+
+TABLE_COLUMNS = ("step", "task_id", "reward", "verdict", "build_ok", "clippy_ok", "tests_ok", "hidden_ok",
+                 "tests_passed", "tests_failed", "errors", "clippy_lints")
+
+
+def completion_table(completions: pd.DataFrame) -> pd.DataFrame:
+    """The browsable view: one row per completion with short columns; the index keeps the row id."""
+    view = completions.copy()
+    view["errors"] = [", ".join(_items(codes)) for codes in view["error_codes"]]
+    view["clippy_lints"] = [", ".join(_items(v)) for v in view.get("clippy_warnings", [[]] * len(view))]
+    view["reward"] = pd.to_numeric(view["reward"], errors="coerce").round(3)
+    return view[[column for column in TABLE_COLUMNS if column in view.columns]]
+
+
+def _summary_from_dict(model: str, entry: Any, file: Path) -> ModelSummary:
+    if not isinstance(entry, dict):
+        raise RunLogError(f"{file}: entry for model {model!r} is not a JSON object")
+    names = {f.name for f in fields(ModelSummary)}
+    try:
+        return ModelSummary(**{key: value for key, value in entry.items() if key in names})
+    except TypeError as err:
+        raise RunLogError(f"{file}: entry for model {model!r}: {err}") from err
+
+
+def load_eval(path: str | os.PathLike[str]) -> EvalLogs:
+    """Read an eval dir; without ``summary.json`` the summaries are computed from ``results.parquet``."""
+    folder = Path(path).expanduser()
+    results_file = folder / RESULTS_FILE
+    results = pd.DataFrame()
+    if results_file.is_file():
+        try:
+            results = pd.read_parquet(results_file)
+        except Exception as err:  # pyarrow raises several types for a corrupt file
+            raise RunLogError(f"{results_file}: cannot read parquet ({err})") from err
+        if "model" not in results.columns:
+            raise RunLogError(f"{results_file}: missing column model")
+    summary_file = folder / SUMMARY_FILE
+    if summary_file.is_file():
+        try:
+            raw = json.loads(summary_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise RunLogError(f"{summary_file}: not valid JSON ({err})") from err
+        if not isinstance(raw, dict):
+            raise RunLogError(f"{summary_file}: expected an object of model name -> summary")
+        summaries = {str(m): _summary_from_dict(str(m), entry, summary_file) for m, entry in raw.items()}
+    elif not results.empty:
+        summaries = summarize(results)
+    else:
+        raise RunLogError(f"{folder}: no {SUMMARY_FILE} and no rows in {RESULTS_FILE}")
+    return EvalLogs(folder, summaries, results)
+
+
+def eval_metrics(logs: EvalLogs, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+    """Tidy (model, metric, value, lo, hi) rows, optionally only the named metrics."""
+    table = long_metrics(logs.summaries)
+    if metrics is not None:
+        table = table[table["metric"].isin(list(metrics))]
+    return table.reset_index(drop=True)
+
+
+def eval_error_codes(logs: EvalLogs) -> pd.DataFrame:
+    """(model, code, count) rows from each model's ``top_error_codes``."""
+    rows = [
+        {"model": model, "code": str(code), "count": int(count)}
+        for model, summary in logs.summaries.items()
+        for code, count in summary.top_error_codes
+    ]
+    return pd.DataFrame(rows, columns=["model", "code", "count"])

@@ -1,0 +1,168 @@
+"""Score many completions at once: a worker pool, deduplication, a content-hash cache and async access.
+
+Every reward function of a GRPO step asks for the same completions; the first call verifies them and the
+others read the cache, so six reward functions cost one verification per distinct piece of code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from typing import Any
+
+from rust_rewards.extract import extract_rust
+from rust_rewards.report import Report
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.toolchain import find_toolchain
+from rust_rewards.verify import VerifierConfig, code_hash, verify_code
+
+Progress = Callable[[int, int], None] | bool | None
+
+
+class Verifier:
+    """A pool of sandboxed verification workers with a shared cache of ``Report``s."""
+
+    def __init__(self, config: VerifierConfig | None = None, workers: int | None = None, cache_size: int = 65536):
+        self.config = config or VerifierConfig()
+        self.workers = workers or os.cpu_count() or 1
+        self.cache_size = cache_size
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rust-verify")
+        self._slots: list[int] = list(range(self.workers))
+        self._slot_lock = threading.Lock()
+        self._slot_free = threading.Condition(self._slot_lock)
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, Report] = OrderedDict()
+        self._inflight: dict[str, Future[Report]] = {}
+        self.stats = {"requested": 0, "verified": 0, "cache_hits": 0}
+
+    def _with_slot(self, code: str, hidden: HiddenTests | None) -> Report:
+        with self._slot_free:
+            while not self._slots:
+                self._slot_free.wait()
+            slot = self._slots.pop()
+        try:
+            return verify_code(code, hidden, self.config, slot=slot)
+        except Exception as exc:  # noqa: BLE001 - a crash must become a failed report, never reach the trainer
+            return Report(has_code=bool(code.strip()), internal_error=f"{type(exc).__name__}: {exc}",
+                          mode=self.config.mode)
+        finally:
+            with self._slot_free:
+                self._slots.append(slot)
+                self._slot_free.notify()
+
+    def submit(self, completion: Any, hidden: HiddenTests | None = None, raw_code: bool = False) -> Future[Report]:
+        """Start (or join) the verification of one completion and return its future."""
+        code = completion if raw_code else extract_rust(completion)
+        key = code_hash(code, hidden, self.config)
+        with self._lock:
+            self.stats["requested"] += 1
+            if key in self._cache:
+                self.stats["cache_hits"] += 1
+                self._cache.move_to_end(key)
+                done: Future[Report] = Future()
+                done.set_result(self._cache[key])
+                return done
+            if key in self._inflight:
+                self.stats["cache_hits"] += 1
+                return self._inflight[key]
+            if code.strip():
+                find_toolchain()
+            future = self._pool.submit(self._with_slot, code, hidden)
+            self._inflight[key] = future
+            self.stats["verified"] += 1
+        future.add_done_callback(lambda f, k=key: self._store(k, f))
+        return future
+
+    def _store(self, key: str, future: Future[Report]) -> None:
+        with self._lock:
+            self._inflight.pop(key, None)
+            report = future.result()
+            if report.internal_error:
+                return
+            self._cache[key] = report
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def verify(self, completion: Any, hidden: HiddenTests | None = None, raw_code: bool = False) -> Report:
+        """Verify one completion (model output text or TRL message list; Rust source if ``raw_code``)."""
+        return self.submit(completion, hidden, raw_code).result()
+
+    def verify_many(
+        self,
+        completions: Sequence[Any],
+        hidden: Sequence[HiddenTests | None] | None = None,
+        raw_code: bool = False,
+        progress: Progress = None,
+    ) -> list[Report]:
+        """Verify a batch in parallel; identical code is verified once. Order is preserved."""
+        hidden = list(hidden) if hidden is not None else [None] * len(completions)
+        if len(hidden) != len(completions):
+            raise ValueError(f"{len(completions)} completions but {len(hidden)} hidden-test entries")
+        futures = [self.submit(c, h, raw_code) for c, h in zip(completions, hidden, strict=True)]
+        _follow(futures, progress)
+        return [f.result() for f in futures]
+
+    async def averify_many(
+        self,
+        completions: Sequence[Any],
+        hidden: Sequence[HiddenTests | None] | None = None,
+        raw_code: bool = False,
+    ) -> list[Report]:
+        """The async twin of ``verify_many`` (for TRL's concurrent ``async def`` reward functions)."""
+        hidden = list(hidden) if hidden is not None else [None] * len(completions)
+        futures = [asyncio.wrap_future(self.submit(c, h, raw_code)) for c, h in zip(completions, hidden, strict=True)]
+        return list(await asyncio.gather(*futures))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def _follow(futures: list[Future[Report]], progress: Progress) -> None:
+    """Report progress as futures finish (a repeated completion counts each time it appears)."""
+    if not progress:
+        return
+    total = len(futures)
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, desc="cargo verify", unit="completion")
+    multiplicity: dict[Future[Report], int] = {}
+    for future in futures:
+        multiplicity[future] = multiplicity.get(future, 0) + 1
+    done = 0
+    for future in as_completed(multiplicity):
+        done += multiplicity[future]
+        if bar is not None:
+            bar.update(multiplicity[future])
+        else:
+            progress(done, total)
+    if bar is not None:
+        bar.close()
+
+
+_DEFAULT: Verifier | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def get_verifier() -> Verifier:
+    """The process-wide verifier the reward functions share (configured by ``configure_verifier``)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = Verifier()
+        return _DEFAULT
+
+
+def configure_verifier(config: VerifierConfig | None = None, workers: int | None = None) -> Verifier:
+    """Replace the process-wide verifier (e.g. other limits or ``mode="cargo"``)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is not None:
+            _DEFAULT.close()
+        _DEFAULT = Verifier(config, workers)
+        return _DEFAULT

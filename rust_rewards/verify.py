@@ -1,0 +1,309 @@
+"""Verify one piece of code: crate -> sandboxed compiler passes and test runs -> one ``Report``.
+
+Two modes give the same verdicts:
+
+- ``cargo`` (reference): ``cargo build``, ``cargo clippy``, ``cargo test --no-run`` then ``cargo test``,
+  all ``--offline --message-format=json``;
+- ``direct`` (default, fast): the passes cargo would run for a std-only crate, without cargo: one fused
+  ``clippy-driver --emit=link`` pass gives the build verdict (every non-clippy error) and the clippy lints at
+  once, then ``rustc --test`` builds the test harness (std linked dynamically, no debug info) and the test
+  binary runs. Code that does not build stops after the first pass.
+
+Hidden tests run in their own libtest invocation (``__rr_hidden::`` filter, ``--include-ignored``). If the
+model's own tests do not compile, the hidden tests are compiled again against the code with the model's test
+code stripped, so a broken test module does not hide a correct solution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rust_rewards import sandbox
+from rust_rewards.crate import HIDDEN, CrateLayout, rewrite_lib, write_crate
+from rust_rewards.diagnostics import CompileOutcome, TestRun, parse_compiler, parse_libtest
+from rust_rewards.report import Report, TestCounts
+from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
+from rust_rewards.source import analyse, strip_test_code
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.toolchain import Toolchain, find_toolchain, shared_toolchain
+
+MODES = ("direct", "cargo")
+_TEXT_CAP = 20_000
+_DEV = ["-C", "debuginfo=0"]
+_RELEASE = ["-C", "opt-level=3", "-C", "debug-assertions=off", "-C", "overflow-checks=off"]
+
+
+@dataclass(frozen=True)
+class VerifierConfig:
+    """How code is verified. Part of the cache key: change it and results are recomputed."""
+
+    mode: str = "direct"
+    compile_limits: Limits = COMPILE_LIMITS
+    run_limits: Limits = RUN_LIMITS
+    workdir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+
+    def fingerprint(self) -> str:
+        return f"{self.mode}|{self.compile_limits}|{self.run_limits}"
+
+
+def code_hash(code: str, hidden: HiddenTests | None, config: VerifierConfig) -> str:
+    """The cache key of one verification."""
+    h = hashlib.sha256()
+    for part in (code, repr(hidden), config.fingerprint()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class _Job:
+    layout: CrateLayout
+    tc: Toolchain
+    config: VerifierConfig
+    slot: int
+    logs: Path
+    durations: dict[str, float] = field(default_factory=dict)
+    timed_out: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+    def env(self) -> dict[str, str]:
+        root = self.layout.root
+        return {
+            "PATH": f"{self.tc.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(root),
+            "CARGO_HOME": str(root / ".cargo-home"),
+            "CARGO_NET_OFFLINE": "true",
+            "CARGO_INCREMENTAL": "0",
+            "CARGO_TERM_COLOR": "never",
+            "LD_LIBRARY_PATH": str(self.tc.std_lib_dir),
+            "MALLOC_ARENA_MAX": "2",
+            "RUST_BACKTRACE": "0",
+            "RUST_TEST_THREADS": "1",
+            "LANG": "C.UTF-8",
+        }
+
+    def run(self, phase: str, argv: list[str], *, limits: Limits, writable: bool = True) -> sandbox.RunResult:
+        extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
+        result = sandbox.run(
+            argv, crate=self.layout.root, log_dir=self.logs / phase, limits=limits, env=self.env(),
+            slot=self.slot, writable=writable, extra_ro=extra,
+        )
+        self.durations[phase] = self.durations.get(phase, 0.0) + result.seconds
+        if result.timed_out and phase not in self.timed_out:
+            self.timed_out.append(phase)
+        return result
+
+
+def verify_code(
+    code: str, hidden: HiddenTests | None = None, config: VerifierConfig | None = None, slot: int = 0
+) -> Report:
+    """Verify Rust source ``code`` (already extracted) against optional hidden tests."""
+    config = config or VerifierConfig()
+    facts = analyse(code)
+    key = code_hash(code, hidden, config)
+    if not code.strip():
+        return Report(has_code=False, code_hash=key, source=facts, mode=config.mode)
+    tc = find_toolchain()
+    iso = sandbox.detect_isolation()
+    if iso.drop_uid:
+        tc = shared_toolchain(tc)
+    base = Path(tempfile.mkdtemp(prefix="rr-", dir=config.workdir))
+    try:
+        base.chmod(0o755)
+        crate_dir = base / "crate"
+        crate_dir.mkdir()
+        layout = write_crate(crate_dir, code, hidden)
+        sandbox.prepare_dir(crate_dir, slot)
+        job = _Job(layout, tc, config, slot, base / "logs")
+        verdict = _verify_cargo(job, code, facts) if config.mode == "cargo" else _verify_direct(job, code, facts)
+        return replace(verdict, code_hash=key, isolation=iso.layers)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _counts(run: TestRun | None, expected: int, timed_out: bool) -> TestCounts:
+    if run is None:
+        return TestCounts(expected=expected, timed_out=timed_out)
+    return TestCounts(run.passed, run.failed, run.ignored, expected, run.summary_seen, timed_out)
+
+
+def _report(job: _Job, facts, build_ok: bool, outcome: CompileOutcome, own: TestCounts,
+            hidden: TestCounts | None) -> Report:
+    return Report(
+        has_code=True,
+        build_ok=build_ok,
+        clippy_ok=build_ok and not outcome.clippy_lints and not {"build", "clippy"} & set(job.timed_out),
+        error_codes=outcome.error_codes,
+        clippy_warnings=tuple(lint.removeprefix("clippy::") for lint in outcome.clippy_lints),
+        rustc_warnings=outcome.rustc_warnings,
+        own_tests=own,
+        hidden_tests=hidden,
+        source=facts,
+        timed_out=tuple(job.timed_out),
+        durations={k: round(v, 4) for k, v in job.durations.items()},
+        diagnostics=outcome.rendered[:_TEXT_CAP],
+        test_output="\n".join(job.outputs)[:_TEXT_CAP],
+        mode=job.config.mode,
+    )
+
+
+def _skipped(layout: CrateLayout) -> TestCounts | None:
+    return None if layout.hidden is None else TestCounts(expected=layout.hidden_expected)
+
+
+# ---- direct mode -------------------------------------------------------------------------------------------
+
+def _rustc_base(job: _Job, tool: Path, src: str) -> list[str]:
+    return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
+
+
+def _verify_direct(job: _Job, code: str, facts) -> Report:
+    layout, tc, limits = job.layout, job.tc, job.config.compile_limits
+    name = layout.lib_name
+    lib = job.run("build", [
+        *_rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+        "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
+    ], limits=limits)
+    outcome = parse_compiler(lib.stderr)
+    if lib.timed_out:
+        job.timed_out.append("clippy")
+    build_ok = (not lib.timed_out and outcome.hard_errors == 0
+                and (lib.returncode == 0 or outcome.clippy_errors > 0))
+    if not build_ok:
+        return _report(job, facts, False, outcome, TestCounts(expected=len(facts.test_fns)), _skipped(layout))
+    profile = _RELEASE if layout.hidden is not None and layout.hidden.release else _DEV
+    own_expected = len(facts.test_fns)
+    own: TestCounts = TestCounts(expected=own_expected)
+    hidden: TestCounts | None = _skipped(layout)
+    harness_ok = False
+    if own_expected or layout.hidden_in_lib:
+        test = job.run("test_compile", [
+            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
+            "-C", "prefer-dynamic", "-o", f"target/{name}-test",
+        ], limits=limits)
+        outcome = outcome.merged(parse_compiler(test.stderr, clippy_pass=False))
+        harness_ok = test.returncode == 0 and not test.timed_out
+        if own_expected:
+            own = _run_tests(job, "test", f"target/{name}-test", ["--skip", f"{HIDDEN}::"], own_expected,
+                             compiled=harness_ok)
+    if layout.hidden_in_lib:
+        binary = f"target/{name}-test"
+        if not harness_ok:
+            rewrite_lib(layout, strip_test_code(code))
+            again = job.run("hidden_compile", [
+                *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
+                "-C", "prefer-dynamic", "-o", f"target/{name}-hidden",
+            ], limits=limits)
+            binary = f"target/{name}-hidden"
+            harness_ok = again.returncode == 0 and not again.timed_out
+        hidden = _run_tests(job, "hidden", binary, [f"{HIDDEN}::", "--include-ignored"], layout.hidden_expected,
+                            compiled=harness_ok)
+    elif layout.integration_tests:
+        hidden = _direct_integration(job, lib.returncode == 0, profile)
+    return _report(job, facts, True, outcome, own, hidden)
+
+
+def _direct_integration(job: _Job, have_rlib: bool, profile: list[str]) -> TestCounts:
+    layout, tc, limits = job.layout, job.tc, job.config.compile_limits
+    name = layout.lib_name
+    rlib = f"target/lib{name}.rlib"
+    if profile is _RELEASE or not have_rlib:
+        rlib = f"target/release/lib{name}.rlib"
+        job.run("hidden_compile", [
+            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name, *profile,
+            "-C", "prefer-dynamic", "-o", rlib,
+        ], limits=limits)
+    binaries = []
+    compiled = True
+    for rel in layout.integration_tests:
+        stem = Path(rel).stem
+        res = job.run("hidden_compile", [
+            *_rustc_base(job, tc.rustc, rel), "--test", "--crate-name", stem, "--extern", f"{name}={rlib}",
+            "-L", "dependency=target", *profile, "-C", "prefer-dynamic", "-o", f"target/{stem}-itest",
+        ], limits=limits)
+        compiled &= res.returncode == 0 and not res.timed_out
+        binaries.append(f"target/{stem}-itest")
+    if not compiled:
+        return TestCounts(expected=layout.hidden_expected, timed_out="hidden_compile" in job.timed_out)
+    stdout = []
+    for binary in binaries:
+        res = job.run("hidden", [binary, "--include-ignored", "--test-threads=1"], limits=job.config.run_limits,
+                      writable=False)
+        stdout.append(res.stdout)
+        job.outputs.append(res.stdout)
+    run = parse_libtest("\n".join(stdout), binaries=len(binaries))
+    return _counts(run, layout.hidden_expected, "hidden" in job.timed_out)
+
+
+def _run_tests(job: _Job, phase: str, binary: str, args: list[str], expected: int, *, compiled: bool) -> TestCounts:
+    if not compiled:
+        return TestCounts(expected=expected, timed_out=f"{phase}_compile" in job.timed_out)
+    res = job.run(phase, [binary, *args, "--test-threads=1"], limits=job.config.run_limits, writable=False)
+    job.outputs.append(res.stdout)
+    return _counts(parse_libtest(res.stdout), expected, res.timed_out)
+
+
+# ---- cargo mode (reference) --------------------------------------------------------------------------------
+
+def _cargo(job: _Job, phase: str, args: list[str], *, limits: Limits) -> sandbox.RunResult:
+    return job.run(phase, [str(job.tc.cargo), *args, "--offline", "--message-format=json", "--quiet"],
+                   limits=limits)
+
+
+def _verify_cargo(job: _Job, code: str, facts) -> Report:
+    layout, limits = job.layout, job.config.compile_limits
+    build = _cargo(job, "build", ["build"], limits=limits)
+    outcome = parse_compiler(build.stdout, clippy_pass=False)
+    build_ok = build.returncode == 0 and not build.timed_out
+    clippy = _cargo(job, "clippy", ["clippy"], limits=limits)
+    clippy_outcome = parse_compiler(clippy.stdout)
+    outcome = replace(outcome, clippy_lints=clippy_outcome.clippy_lints,
+                      rendered=outcome.rendered + "".join(
+                          r for r in [clippy_outcome.rendered] if clippy_outcome.clippy_lints))
+    if not build_ok:
+        return _report(job, facts, False, outcome, TestCounts(expected=len(facts.test_fns)), _skipped(layout))
+    release = ["--release"] if layout.hidden is not None and layout.hidden.release else []
+    own_expected = len(facts.test_fns)
+    own = TestCounts(expected=own_expected)
+    hidden = _skipped(layout)
+    harness_ok = False
+    if own_expected or layout.hidden_in_lib:
+        compile_ = _cargo(job, "test_compile", ["test", "--lib", "--no-run", *release], limits=limits)
+        outcome = outcome.merged(parse_compiler(compile_.stdout, clippy_pass=False))
+        harness_ok = compile_.returncode == 0 and not compile_.timed_out
+        if own_expected:
+            own = _cargo_tests(job, "test", ["--lib", *release], ["--skip", f"{HIDDEN}::"], own_expected,
+                               compiled=harness_ok)
+    if layout.hidden_in_lib:
+        if not harness_ok:
+            rewrite_lib(layout, strip_test_code(code))
+            again = _cargo(job, "hidden_compile", ["test", "--lib", "--no-run", *release], limits=limits)
+            harness_ok = again.returncode == 0 and not again.timed_out
+        hidden = _cargo_tests(job, "hidden", ["--lib", *release], [f"{HIDDEN}::", "--include-ignored"],
+                              layout.hidden_expected, compiled=harness_ok)
+    elif layout.integration_tests:
+        compile_ = _cargo(job, "hidden_compile", ["test", "--tests", "--no-run", *release], limits=limits)
+        ok = compile_.returncode == 0 and not compile_.timed_out
+        targets = [arg for rel in layout.integration_tests for arg in ("--test", Path(rel).stem)]
+        hidden = _cargo_tests(job, "hidden", [*targets, *release], ["--include-ignored"], layout.hidden_expected,
+                              compiled=ok, binaries=len(layout.integration_tests))
+    return _report(job, facts, True, outcome, own, hidden)
+
+
+def _cargo_tests(job: _Job, phase: str, cargo_args: list[str], test_args: list[str], expected: int, *,
+                 compiled: bool, binaries: int = 1) -> TestCounts:
+    if not compiled:
+        return TestCounts(expected=expected, timed_out=f"{phase}_compile" in job.timed_out)
+    limits = replace(job.config.run_limits, wall_seconds=job.config.run_limits.wall_seconds + 5)
+    res = job.run(phase, [str(job.tc.cargo), "test", "--offline", "--no-fail-fast", *cargo_args, "--",
+                          *test_args, "--test-threads=1"], limits=limits)
+    job.outputs.append(res.stdout)
+    return _counts(parse_libtest(res.stdout, binaries=binaries), expected, res.timed_out)
