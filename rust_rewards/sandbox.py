@@ -139,7 +139,7 @@ def _bwrap_args(crate: Path, *, writable: bool, tmp_mb: int, extra_ro: tuple[Pat
         args += ["--ro-bind", str(path), str(path)]
     args += ["--bind" if writable else "--ro-bind", str(crate), str(crate)]
     args += [
-        "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--hostname", "sandbox", "--chdir", str(crate),
     ]
     return args

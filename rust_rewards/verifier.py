@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import find_toolchain
-from rust_rewards.verify import VerifierConfig, code_hash, verify_code
+from rust_rewards.verify import VerifierConfig, check_workdir, code_hash, verify_code
 
 Progress = Callable[[int, int], None] | bool | None
 
@@ -71,6 +72,7 @@ class Verifier:
                 return self._inflight[key]
             if code.strip():
                 find_toolchain()
+                check_workdir(self.config.workdir or tempfile.gettempdir())
             future = self._pool.submit(self._with_slot, code, hidden)
             self._inflight[key] = future
             self.stats["verified"] += 1

@@ -16,6 +16,7 @@ code stripped, so a broken test module does not hide a correct solution.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import shutil
 import tempfile
@@ -115,6 +116,7 @@ def verify_code(
     iso = sandbox.detect_isolation()
     if iso.drop_uid:
         tc = shared_toolchain(tc)
+        check_workdir(config.workdir or tempfile.gettempdir())
     base = Path(tempfile.mkdtemp(prefix="rr-", dir=config.workdir))
     try:
         base.chmod(0o755)
@@ -127,6 +129,19 @@ def verify_code(
         return replace(verdict, code_hash=key, isolation=iso.layers)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@functools.cache
+def check_workdir(path: str) -> None:
+    """The sandbox user must be able to reach the job folders; fail loudly instead of failing every build."""
+    if not sandbox.detect_isolation().drop_uid:
+        return
+    for part in [Path(path), *Path(path).parents]:
+        if not part.stat().st_mode & 0o001:
+            raise PermissionError(
+                f"verifier workdir {path}: {part} is not searchable by other users, so the sandbox user cannot "
+                "reach the crates; choose a workdir under a world-searchable folder (e.g. /var/tmp)"
+            )
 
 
 def _counts(run: TestRun | None, expected: int, timed_out: bool) -> TestCounts:

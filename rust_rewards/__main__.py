@@ -1,0 +1,98 @@
+"""Command line: ``python -m rust_rewards check FILE...`` prints one JSON object per file.
+
+A ``.rs`` file is scored as Rust source; any other file as a model completion (its ```rust blocks).
+``python -m rust_rewards bench`` runs the throughput benchmark (see ``rust_rewards.bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rust_rewards.rewards import rewards_from_report
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.toolchain import ToolchainError
+from rust_rewards.verifier import Verifier
+from rust_rewards.verify import MODES, VerifierConfig
+
+
+def check_record(path: str, report) -> dict:
+    """The JSON line the ``check`` command prints for one file."""
+    return {
+        "path": path,
+        "has_code": report.has_code,
+        "build_ok": report.build_ok,
+        "clippy_ok": report.clippy_ok,
+        "clippy_warnings": list(report.clippy_warnings),
+        "tests_passed": report.own_tests.passed,
+        "tests_failed": report.own_tests.failed,
+        "tests_ignored": report.own_tests.ignored,
+        "tests_ok": report.tests_ok,
+        "hidden_passed": None if report.hidden_tests is None else report.hidden_tests.passed,
+        "hidden_total": None if report.hidden_tests is None else report.hidden_tests.expected,
+        "timed_out": list(report.timed_out),
+        "error_codes": list(report.error_codes),
+        "forbidden": list(report.source.forbidden),
+        "rewards": rewards_from_report(report),
+        "durations": report.durations,
+        "isolation": list(report.isolation),
+        "diagnostics": report.diagnostics,
+        "internal_error": report.internal_error,
+    }
+
+
+def _check(args: argparse.Namespace) -> int:
+    hidden = None
+    if args.hidden_tests:
+        hidden = HiddenTests(Path(args.hidden_tests).read_text(), shape=args.test_shape, crate_name=args.crate_name)
+    verifier = Verifier(VerifierConfig(mode=args.mode), workers=args.workers)
+    texts, raw = [], []
+    for name in args.files:
+        path = Path(name)
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"error: cannot read {name}: {exc}", file=sys.stderr)
+            return 2
+        raw.append(path.suffix == ".rs")
+    futures = [verifier.submit(t, hidden, raw_code=r) for t, r in zip(texts, raw, strict=True)]
+    for name, future in zip(args.files, futures, strict=True):
+        record = check_record(name, future.result())
+        if not args.diagnostics:
+            record.pop("diagnostics")
+        print(json.dumps(record), flush=True)
+    verifier.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rust_rewards", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="score Rust files or completion text files")
+    check.add_argument("files", nargs="+")
+    check.add_argument("--mode", choices=MODES, default="direct")
+    check.add_argument("--workers", type=int, default=None)
+    check.add_argument("--hidden-tests", help="a file of reference tests to run against every file")
+    check.add_argument("--test-shape", default="unit", choices=("unit", "integration", "main"))
+    check.add_argument("--crate-name", default="solution")
+    check.add_argument("--diagnostics", action="store_true", help="include the compiler's rendered messages")
+    sub.add_parser("bench", help="benchmark: naive published scoring vs this verifier", add_help=False)
+    args, rest = parser.parse_known_args(argv)
+    try:
+        if args.command == "bench":
+            from rust_rewards.bench import main as bench_main
+
+            return bench_main(rest)
+        if rest:
+            parser.error(f"unrecognised arguments: {' '.join(rest)}")
+        return _check(args)
+    except ToolchainError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

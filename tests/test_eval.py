@@ -1,0 +1,176 @@
+"""Eval with the real verifier: prediction loading, benchmark sanity checks, and tiny-model end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from eval import (
+    EvalParams,
+    params_from_mapping,
+    pass_at_k_chart,
+    rates_chart,
+    read_predictions,
+    run_eval,
+    score_predictions,
+)
+from rust_rewards.importers import load_tasks
+from rust_rewards.metrics import summarize
+from rust_rewards.report import Report
+from rust_rewards.tiny_model import build_tiny_model
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+EXERCISM = BENCHMARKS / "exercism_rust.jsonl"
+MULTIPL_E = BENCHMARKS / "multiple_humaneval_rs.jsonl"
+BUNDLED = REPO / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+FLAT_KEYS = list(Report(has_code=False).flat())
+SUMMARY_KEYS = {"n", "n_tasks", "build_rate", "clippy_rate", "test_rate", "hidden_pass_at_1", "pass_at_k", "ci",
+                "top_error_codes", "top_clippy_lints", "hack_flag_rate"}
+
+
+def _benchmark(path: Path) -> list[dict]:
+    if not path.exists():
+        pytest.skip(f"benchmark file {path} is absent")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _fenced(code: str) -> str:
+    return f"```rust\n{code}\n```"
+
+
+def test_params_from_cli_style_values() -> None:
+    params = params_from_mapping({"tasks": "t.jsonl", "predictions": ["a.parquet", "b.jsonl"], "k": "1,5,10",
+                                  "workers": 2, "out": "o"})
+    assert params == EvalParams(tasks="t.jsonl", predictions=["a.parquet", "b.jsonl"], out="o", k=[1, 5, 10],
+                                workers=2)
+    assert params_from_mapping({"predictions": "a.parquet,b.parquet", "k": 1}).k == [1]
+    assert params_from_mapping({"predictions": "a.parquet,b.parquet"}).predictions == ["a.parquet", "b.parquet"]
+    with pytest.raises(ValueError, match="unknown parameter --bogus"):
+        params_from_mapping({"bogus": "x"})
+    with pytest.raises(ValueError, match="--k"):
+        params_from_mapping({"k": "one"})
+    with pytest.raises(ValueError, match="--k values must be >= 1"):
+        params_from_mapping({"k": "0,5"})
+
+
+def test_read_predictions_defaults_and_errors(tmp_path) -> None:
+    pd.DataFrame({"task_id": ["a", "a", "b"], "completion": ["x", "y", "z"]}).to_parquet(tmp_path / "base.parquet")
+    (tmp_path / "tuned.jsonl").write_text(
+        "".join(json.dumps({"task_id": t, "completion": "c", "sample": s}) + "\n" for t, s in [("a", 3), ("b", 0)]))
+    preds = read_predictions([tmp_path / "base.parquet", tmp_path / "tuned.jsonl"])
+    assert preds["model"].tolist() == ["base", "base", "base", "tuned", "tuned"]
+    assert preds["sample"].tolist() == [0, 1, 0, 3, 0]
+    assert preds["origin"].iloc[3] == f"{tmp_path / 'tuned.jsonl'}:1"
+
+    pd.read_parquet(tmp_path / "base.parquet").assign(model="base").to_parquet(tmp_path / "copy.parquet")
+    with pytest.raises(ValueError, match=r"duplicate prediction .*model='base'.*base\.parquet:1.*copy\.parquet:1"):
+        read_predictions([tmp_path / "base.parquet", tmp_path / "copy.parquet"])
+    pd.DataFrame({"task_id": ["a"]}).to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(ValueError, match=r"bad\.parquet: missing column\(s\) \['completion'\]"):
+        read_predictions([tmp_path / "bad.parquet"])
+    pd.DataFrame({"task_id": ["a", "b"], "completion": ["x", None]}).to_parquet(tmp_path / "null.parquet")
+    with pytest.raises(ValueError, match=r"null\.parquet:2: null"):
+        read_predictions([tmp_path / "null.parquet"])
+    with pytest.raises(FileNotFoundError, match="missing.parquet"):
+        read_predictions([tmp_path / "missing.parquet"])
+    with pytest.raises(ValueError, match="no predictions file"):
+        read_predictions([])
+
+
+def test_unknown_task_id_names_the_row(tmp_path) -> None:
+    _benchmark(EXERCISM)
+    tasks = load_tasks(EXERCISM)
+    pd.DataFrame({"task_id": [tasks[0].task_id, "no/such/task"], "completion": ["", ""]}).to_parquet(
+        tmp_path / "p.parquet")
+    with pytest.raises(KeyError, match=r"p\.parquet:2: task_id 'no/such/task' is not in the tasks file"):
+        score_predictions(tasks, read_predictions([tmp_path / "p.parquet"]))
+
+
+@pytest.mark.slow
+def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path) -> None:
+    """All 95 reference solutions, every test including the #[ignore]d ones, score hidden pass."""
+    rows = _benchmark(EXERCISM)
+    preds = tmp_path / "reference.parquet"
+    pd.DataFrame({"task_id": [r["task_id"] for r in rows],
+                  "completion": [_fenced(r["reference_solution"]) for r in rows]}).to_parquet(preds)
+    results, summaries = run_eval(EvalParams(tasks=str(EXERCISM), predictions=[str(preds)],
+                                             out=str(tmp_path / "out"), k=[1]))
+    assert len(results) == 95 and results["build_ok"].all()
+    failing = results[~results["hidden_ok"].astype(bool)]
+    assert failing.empty, failing[["task_id", "hidden_passed", "hidden_total"]].to_string()
+    expected = {r["task_id"]: r["num_test_fns"] for r in rows}
+    assert (results["hidden_passed"] == results["task_id"].map(expected)).all()
+    assert summaries["reference"].hidden_pass_at_1 == 1.0
+    assert summaries["reference"].pass_at_k == {"1": 1.0}
+
+
+@pytest.mark.slow
+def test_multipl_e_todo_bodies_pass_nothing(tmp_path) -> None:
+    """MultiPL-E signatures with ``todo!()`` bodies compile and fail every hidden test (all 155)."""
+    rows = _benchmark(MULTIPL_E)
+    tasks = load_tasks(MULTIPL_E)
+    preds = pd.DataFrame({"model": "todo", "task_id": [r["task_id"] for r in rows], "sample": 0,
+                          "completion": [_fenced(r["prompt"] + "    todo!()\n}") for r in rows]})
+    results = score_predictions(tasks, preds)
+    assert len(results) == 155
+    assert results["build_ok"].all(), results.loc[~results["build_ok"], "task_id"].tolist()
+    assert results["hidden_ok"].notna().all() and not results["hidden_ok"].astype(bool).any()
+    assert summarize(results)["todo"].hidden_pass_at_1 == 0.0
+
+
+def test_side_by_side_reference_versus_stub(tmp_path) -> None:
+    """Two prediction files -> two models in one results table, summary and charts."""
+    rows = [r for r in _benchmark(EXERCISM) if r["stub_compiles_with_tests"]][:3]
+    for name, field in (("reference", "reference_solution"), ("stub", "stub")):
+        pd.DataFrame({"task_id": [r["task_id"] for r in rows],
+                      "completion": [_fenced(r[field]) for r in rows]}).to_parquet(tmp_path / f"{name}.parquet")
+    out = tmp_path / "out"
+    params = EvalParams(tasks=str(EXERCISM), predictions=[str(tmp_path / "reference.parquet"),
+                                                          str(tmp_path / "stub.parquet")], out=str(out), k=[1])
+    results, summaries = run_eval(params)
+    assert list(summaries) == ["reference", "stub"]
+    assert summaries["reference"].hidden_pass_at_1 == 1.0
+    assert summaries["stub"].hidden_pass_at_1 == 0.0
+    assert summaries["stub"].build_rate == 1.0
+    written = json.loads((out / "summary.json").read_text())
+    assert written["stub"]["hidden_pass_at_1"] == 0.0
+    assert sorted(p.name for p in out.iterdir()) == ["results.parquet", "summary.json"]
+    rates = rates_chart(summaries).to_dict()
+    assert {d["model"] for d in rates["datasets"][next(iter(rates["datasets"]))]} == {"reference", "stub"}
+    assert pass_at_k_chart(summaries).to_dict()["layer"][0]["mark"]["type"] == "line"
+
+
+def test_tiny_model_end_to_end_scripts(tmp_path) -> None:
+    """inference.py then eval.py, both run as scripts, on 4 bundled tasks with the tiny random model."""
+    if not BUNDLED.exists():
+        pytest.fail(f"{BUNDLED} is missing")
+    model = build_tiny_model(tmp_path / "tiny")
+    preds, out = tmp_path / "preds" / "tiny.parquet", tmp_path / "eval"
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    subprocess.run([sys.executable, str(REPO / "inference.py"), "--model", str(model), "--tasks", str(BUNDLED),
+                    "--out", str(preds), "--n", "2", "--max-new-tokens", "32", "--temperature", "0.7",
+                    "--limit", "4", "--backend", "hf"], cwd=tmp_path, env=env, check=True, timeout=600)
+    generated = pd.read_parquet(preds)
+    assert len(generated) == 8 and generated["task_id"].nunique() == 4
+    assert set(generated["model"]) == {"tiny"} and (generated["completion_tokens"] <= 32).all()
+
+    subprocess.run([sys.executable, str(REPO / "eval.py"), "--tasks", str(BUNDLED), "--predictions", str(preds),
+                    "--out", str(out), "--k", "1,2"], cwd=tmp_path, env=env, check=True, timeout=600)
+    results = pd.read_parquet(out / "results.parquet")
+    assert len(results) == 8
+    assert list(results.columns[:4]) == ["model", "task_id", "sample", "completion"]
+    assert set(FLAT_KEYS) <= set(results.columns)
+    assert results["completion"].tolist() == generated["completion"].tolist()
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == ["tiny"]
+    assert SUMMARY_KEYS <= set(summary["tiny"])
+    assert summary["tiny"]["n"] == 8 and summary["tiny"]["n_tasks"] == 4
+    assert set(summary["tiny"]["pass_at_k"]) == {"1", "2"}
+    assert 0.0 <= summary["tiny"]["build_rate"] <= 1.0

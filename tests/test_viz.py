@@ -1,0 +1,352 @@
+"""The dashboard's readers and charts on a training dir written in train.py's format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rust_rewards.metrics import summarize
+from rust_rewards.report import Report
+from rust_rewards.report import TestCounts as Counts
+from rust_rewards.run_logs import (
+    RunLogError,
+    completion_table,
+    ema,
+    error_code_counts,
+    filter_completions,
+    inspect_eval,
+    inspect_run,
+    load_completions,
+    load_eval,
+    load_metrics,
+    load_run,
+    pass_rates,
+    reward_names,
+    reward_series,
+    top_error_codes,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+REWARD_NAMES = ("build_reward", "clippy_reward", "test_reward")
+
+GOOD = """Here is the solution.
+```rust
+pub fn add(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds() {
+        assert_eq!(add(2, 3), 5);
+    }
+}
+```
+"""
+TYPE_ERROR = """```rust
+pub fn add(a: i32, b: i32) -> i32 {
+    "a + b"
+}
+```
+"""
+CLIPPY = """```rust
+pub fn add(a: i32, b: i32) -> i32 {
+    return a + b;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds() {
+        assert_eq!(add(2, 3), 5);
+    }
+}
+```
+"""
+FAILING = """```rust
+pub fn add(a: i32, b: i32) -> i32 {
+    a - b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds() {
+        assert_eq!(add(2, 3), 5);
+    }
+}
+```
+"""
+NO_CODE = "I cannot write Rust today."
+
+
+def _report(completion: str) -> Report:
+    """The verdict the verifier gives each of the fixed completions above."""
+    passed = Counts(passed=1, expected=1, summary_seen=True)
+    if completion == GOOD:
+        return Report(has_code=True, build_ok=True, clippy_ok=True, own_tests=passed, hidden_tests=passed)
+    if completion == CLIPPY:
+        return Report(has_code=True, build_ok=True, clippy_ok=False, own_tests=passed, hidden_tests=passed,
+                      clippy_warnings=("clippy::needless_return",),
+                      diagnostics="warning: unneeded `return` statement")
+    if completion == FAILING:
+        failed = Counts(failed=1, expected=1, summary_seen=True)
+        return Report(has_code=True, build_ok=True, clippy_ok=True, own_tests=failed, hidden_tests=failed,
+                      diagnostics="assertion `left == right` failed")
+    if completion == TYPE_ERROR:
+        return Report(has_code=True, error_codes=("E0308",), hidden_tests=Counts(expected=1),
+                      diagnostics="error[E0308]: mismatched types")
+    return Report(has_code=False)
+
+
+def _rewards(report: Report) -> dict[str, float]:
+    return {"build_reward": float(report.build_ok), "clippy_reward": float(report.clippy_ok),
+            "test_reward": 2.0 * report.tests_ok}
+
+
+STEPS = {1: [TYPE_ERROR, TYPE_ERROR, NO_CODE, GOOD], 2: [TYPE_ERROR, CLIPPY, FAILING, GOOD],
+         3: [GOOD, GOOD, CLIPPY, FAILING]}
+
+
+def write_training_dir(out: Path, steps: dict[int, list[str]] = STEPS) -> Path:
+    """A training output dir in the exact format train.py writes (params, metrics.jsonl, completions/)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "params.json").write_text(json.dumps({"model": "tiny", "max_steps": len(steps)}))
+    metric_lines = []
+    for step, completions in steps.items():
+        rows = []
+        for i, completion in enumerate(completions):
+            report = _report(completion)
+            rewards = _rewards(report)
+            rows.append({"step": step, "task_id": f"task_{i % 2}", "prompt": f"Write add #{i}",
+                         "completion": completion, "reward": sum(rewards.values()), **rewards,
+                         **report.flat()})
+        frame = pd.DataFrame(rows)
+        (out / "completions").mkdir(exist_ok=True)
+        frame.to_parquet(out / "completions" / f"step_{step:06d}.parquet", index=False)
+        metric = {"step": step, "epoch": step / len(steps), "loss": 0.01 * step,
+                  "reward": frame["reward"].mean(), "reward_std": frame["reward"].std(),
+                  "completions/mean_length": 100.0 + step,
+                  "completions/clipped_ratio": 0.25, "entropy": 1.5 - 0.1 * step, "learning_rate": 1e-5,
+                  "step_time": 2.0, "reward_time": 0.5, "reward_share": 0.25}
+        for name in REWARD_NAMES:
+            metric[f"rewards/{name}/mean"] = frame[name].mean()
+            metric[f"rewards/{name}/std"] = frame[name].std()
+        metric_lines.append(json.dumps(metric))
+    (out / "metrics.jsonl").write_text("\n".join(metric_lines) + "\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_training_dir(tmp_path_factory.mktemp("run") / "out")
+
+
+def write_eval_dir(out: Path, with_summary: bool = True) -> Path:
+    """An eval output dir as eval.py writes it: results.parquet and summary.json for two models."""
+    rows = []
+    for model, completions in (("base", [TYPE_ERROR, NO_CODE, GOOD, FAILING]),
+                               ("grpo", [GOOD, GOOD, CLIPPY, TYPE_ERROR])):
+        for i, completion in enumerate(completions):
+            rows.append({"model": model, "task_id": f"task_{i}", "sample": 0, "completion": completion,
+                         **_report(completion).flat()})
+    results = pd.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    results.to_parquet(out / "results.parquet", index=False)
+    if with_summary:
+        summary = {model: s.to_dict() for model, s in summarize(results).items()}
+        (out / "summary.json").write_text(json.dumps(summary))
+    return out
+
+
+def test_load_run_reads_every_step(run_dir: Path) -> None:
+    run = load_run(run_dir)
+    assert run.params["model"] == "tiny"
+    assert run.metrics["step"].tolist() == [1, 2, 3]
+    assert reward_names(run.metrics) == list(REWARD_NAMES)
+    assert len(run.completions) == 12
+    assert run.last_step == 3
+    assert run.completions["verdict"].value_counts().to_dict() == {
+        "tests pass": 4, "build error": 3, "clippy": 2, "tests fail": 2, "no code": 1}
+    assert run.completions.loc[0, "error_codes"] == ["E0308"]
+
+
+def test_pass_rates_match_the_verdicts(run_dir: Path) -> None:
+    rates = pass_rates(load_completions(run_dir)).set_index(["step", "check"])["rate"]
+    assert rates[(1, "build")] == pytest.approx(0.25)
+    assert rates[(2, "build")] == pytest.approx(0.75)
+    assert rates[(3, "clippy")] == pytest.approx(0.75)
+    assert rates[(3, "tests")] == pytest.approx(0.75)
+    # step 1: hidden_ok is null for the no-code completion, so the rate is over three completions
+    assert rates[(1, "hidden tests")] == pytest.approx(1 / 3)
+
+
+def test_error_codes_over_time(run_dir: Path) -> None:
+    completions = load_completions(run_dir)
+    assert top_error_codes(completions) == [("E0308", 3)]
+    counts = error_code_counts(completions).set_index("step")["count"].to_dict()
+    assert counts == {1: 2, 2: 1, 3: 0}
+
+
+def test_filter_completions(run_dir: Path) -> None:
+    completions = load_completions(run_dir)
+    assert len(filter_completions(completions, steps=(2, 3))) == 8
+    assert len(filter_completions(completions, rewards=(3.5, 4.0))) == 4
+    assert len(filter_completions(completions, error_code="E0308")) == 3
+    assert len(filter_completions(completions, steps=(1, 1), error_code="none")) == 2
+    table = completion_table(filter_completions(completions, error_code="E0308"))
+    assert set(table["errors"]) == {"E0308"}
+    assert "completion" not in table.columns
+
+
+def test_ema() -> None:
+    values = pd.Series([0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+    assert ema(values, 0.0).tolist() == values.tolist()
+    assert ema(pd.Series([2.0] * 5), 0.9).tolist() == pytest.approx([2.0] * 5)
+    smoothed = ema(values, 0.8)
+    assert smoothed.std() < values.std() / 2
+    with pytest.raises(ValueError, match="smoothing"):
+        ema(values, 1.0)
+
+
+def test_reward_series_is_tidy(run_dir: Path) -> None:
+    series = reward_series(load_metrics(run_dir), smoothing=0.5)
+    assert sorted(series["series"].unique()) == sorted(REWARD_NAMES)
+    assert len(series) == 9
+    build = series[series["series"] == "build_reward"]
+    assert build["value"].tolist() == pytest.approx([0.25, 0.75, 1.0])
+    assert build["smoothed"].iloc[0] == pytest.approx(0.25)
+
+
+def test_inspect_run_states(tmp_path: Path, run_dir: Path) -> None:
+    assert inspect_run("").kind == "missing"
+    assert inspect_run(tmp_path / "nope").kind == "missing"
+    (tmp_path / "notes.txt").write_text("hi")
+    assert inspect_run(tmp_path / "notes.txt").kind == "invalid"
+    assert inspect_run(tmp_path).kind == "invalid"
+    starting = tmp_path / "starting"
+    starting.mkdir()
+    (starting / "params.json").write_text("{}")
+    (starting / "metrics.jsonl").write_text("")
+    assert inspect_run(starting).kind == "empty"
+    assert inspect_run(run_dir).ok
+
+
+def test_metrics_being_written(tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "reward": 1.0}\n{"step": 2, "rew')
+    assert load_metrics(tmp_path)["step"].tolist() == [1]
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "reward": 1.0}\n{"step": 2, "rew\n{"step": 3}\n')
+    with pytest.raises(RunLogError, match=r"metrics.jsonl:2"):
+        load_metrics(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text('{"reward": 1.0}\n')
+    with pytest.raises(RunLogError, match=r"metrics.jsonl:1: .*'step'"):
+        load_metrics(tmp_path)
+
+
+def test_metrics_merge_repeated_steps(tmp_path: Path) -> None:
+    lines = [{"step": 1, "reward": 1.0}, {"step": 2, "reward": 2.0}, {"step": 2, "reward": 3.0},
+             {"step": 2, "train_runtime": 9.0}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    metrics = load_metrics(tmp_path)
+    assert metrics["reward"].tolist() == [1.0, 3.0]
+    assert metrics["train_runtime"].iloc[1] == 9.0
+
+
+def test_bad_completion_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "completions").mkdir()
+    bad = tmp_path / "completions" / "step_000001.parquet"
+    pd.DataFrame({"step": [1], "completion": ["x"]}).to_parquet(bad)
+    with pytest.raises(RunLogError, match=r"step_000001.parquet: missing column\(s\) reward, build_ok"):
+        load_completions(tmp_path)
+    bad.write_text("not parquet")
+    with pytest.raises(RunLogError, match="step_000001.parquet: cannot read parquet"):
+        load_completions(tmp_path)
+
+
+def test_new_step_files_are_picked_up(tmp_path: Path) -> None:
+    out = write_training_dir(tmp_path / "out", {1: [GOOD, TYPE_ERROR]})
+    assert load_run(out).last_step == 1
+    write_training_dir(out, {1: [GOOD, TYPE_ERROR], 2: [GOOD, GOOD]})
+    run = load_run(out)
+    assert run.last_step == 2
+    assert len(run.completions) == 4
+
+
+def test_charts_have_data(run_dir: Path) -> None:
+    import viz
+
+    run = load_run(run_dir)
+    for make in (viz.reward_chart, viz.components_chart, viz.length_chart, viz.clipped_chart,
+                 viz.time_chart, viz.share_chart):
+        spec = make(run.metrics, 0.5).to_dict()
+        assert spec["datasets"] and next(iter(spec["datasets"].values())), make.__name__
+    policy = viz.policy_chart(run.metrics, 0.0).to_dict()
+    series = {row["series"] for row in next(iter(policy["datasets"].values()))}
+    assert series == {"entropy"}  # kl is not logged (beta = 0)
+    assert viz.pass_rate_chart(run.completions).to_dict()["datasets"]
+    assert viz.error_code_chart(run.completions).to_dict()["datasets"]
+    empty = run.metrics[["step"]]
+    assert viz.reward_chart(empty, 0.5) is None
+    assert viz.error_code_chart(run.completions[run.completions["build_ok"]]) is None
+
+
+def test_eval_dir(tmp_path: Path) -> None:
+    import viz
+
+    out = write_eval_dir(tmp_path / "eval")
+    assert inspect_eval(out).ok
+    logs = load_eval(out)
+    assert list(logs.summaries) == ["base", "grpo"]
+    assert logs.summaries["grpo"].build_rate == pytest.approx(0.75)
+    spec = viz.eval_chart(logs).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    build = {r["model"]: r for r in rows if r["metric"] == "build_rate"}
+    assert build["base"]["value"] == pytest.approx(0.5)
+    assert build["base"]["lo"] < 0.5 < build["base"]["hi"]
+    assert viz.eval_error_chart(logs) is not None
+
+    without_summary = write_eval_dir(tmp_path / "eval2", with_summary=False)
+    assert load_eval(without_summary).summaries["base"].build_rate == pytest.approx(0.5)
+    (out / "summary.json").write_text(json.dumps({"base": {"n": 3}}))
+    with pytest.raises(RunLogError, match=r"summary.json: entry for model 'base'"):
+        load_eval(out)
+    assert inspect_eval(tmp_path).kind == "invalid"
+
+
+def test_params_from_args() -> None:
+    import viz
+
+    params = viz.VizParams.from_args({"run": "runs/a", "smoothing": "0.3"})
+    assert (params.run_dir, params.smoothing, params.eval_dir) == ("runs/a", 0.3, "")
+    with pytest.raises(ValueError, match="--bogus"):
+        viz.VizParams.from_args({"bogus": "1"})
+    with pytest.raises(ValueError, match="--smoothing"):
+        viz.VizParams.from_args({"smoothing": "2"})
+
+
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "viz.py", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=180, check=False)
+
+
+def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
+    done = _script("--run", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    assert "last_step: 3" in done.stdout
+    assert "build pass: 1\n" in done.stdout and "clippy pass: 0.75" in done.stdout
+    assert "E0308 (3)" in done.stdout
+    done = _script("--run", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "nothing to show" in done.stdout and "not a training run" in done.stdout
