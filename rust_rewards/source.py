@@ -279,6 +279,7 @@ def _assertions_in_fn(tokens: list[Token], fn: Item, solution: frozenset[str]) -
         ):
             close = _match_close(tokens, i + 2)
             args = tokens[i + 3 : close]
+            calls_solution |= any(t.kind == "ident" and t.text in solution for t in args)
             found.append(_Assertion(_normalise(tok.text, args), _is_meaningful(tok.text, args, tainted)))
             i = close + 1
             continue

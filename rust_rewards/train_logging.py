@@ -173,7 +173,10 @@ def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
             **values,
             **report.flat(),
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    for column in ("reward", *batch.rewards, "verify_seconds"):
+        frame[column] = pd.to_numeric(frame[column]).astype("float64")
+    return frame
 
 
 def _json_value(value: Any) -> Any:

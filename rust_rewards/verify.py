@@ -183,9 +183,14 @@ def _rustc_base(job: _Job, tool: Path, src: str) -> list[str]:
 def _verify_direct(job: _Job, code: str, facts) -> Report:
     layout, tc, limits = job.layout, job.tc, job.config.compile_limits
     name = layout.lib_name
+    own_expected = len(facts.test_fns)
+    harness = bool(own_expected or layout.hidden_in_lib)
+    # When a test harness is compiled anyway, clippy only needs analysis (as `cargo clippy` does) and the
+    # harness compile, with `-C link-dead-code`, monomorphizes every item as the library build would.
+    emit = "metadata" if harness and not layout.integration_tests else "link"
     lib = job.run("build", [
         *_rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
-        "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
+        f"--emit={emit}", *_DEV, "-o", f"target/lib{name}.r{'meta' if emit == 'metadata' else 'lib'}",
     ], limits=limits)
     outcome = parse_compiler(lib.stderr)
     if lib.timed_out:
@@ -193,19 +198,31 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
     build_ok = (not lib.timed_out and outcome.hard_errors == 0
                 and (lib.returncode == 0 or outcome.clippy_errors > 0))
     if not build_ok:
-        return _report(job, facts, False, outcome, TestCounts(expected=len(facts.test_fns)), _skipped(layout))
+        return _report(job, facts, False, outcome, TestCounts(expected=own_expected), _skipped(layout))
     profile = _RELEASE if layout.hidden is not None and layout.hidden.release else _DEV
-    own_expected = len(facts.test_fns)
     own: TestCounts = TestCounts(expected=own_expected)
     hidden: TestCounts | None = _skipped(layout)
     harness_ok = False
-    if own_expected or layout.hidden_in_lib:
+    if harness:
+        eager = ["-C", "link-dead-code"] if emit == "metadata" else []
         test = job.run("test_compile", [
-            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
+            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
             "-C", "prefer-dynamic", "-o", f"target/{name}-test",
         ], limits=limits)
-        outcome = outcome.merged(parse_compiler(test.stderr, clippy_pass=False))
+        test_outcome = parse_compiler(test.stderr, clippy_pass=False)
         harness_ok = test.returncode == 0 and not test.timed_out
+        if not harness_ok and eager:
+            codegen = job.run("build_codegen", [
+                *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+                "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
+            ], limits=limits)
+            codegen_outcome = parse_compiler(codegen.stderr, clippy_pass=False)
+            if codegen.returncode != 0 or codegen.timed_out:
+                if codegen.timed_out:
+                    job.timed_out.append("build")
+                return _report(job, facts, False, outcome.merged(codegen_outcome),
+                               TestCounts(expected=own_expected), _skipped(layout))
+        outcome = outcome.merged(test_outcome)
         if own_expected:
             own = _run_tests(job, "test", f"target/{name}-test", ["--skip", f"{HIDDEN}::"], own_expected,
                              compiled=harness_ok)

@@ -1,0 +1,283 @@
+"""The verifier with real cargo: extraction, both modes' agreement, hidden-test shapes, cache, rewards, CLI."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rust_rewards import rewards
+from rust_rewards.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, naive_verdict, report_verdict
+from rust_rewards.extract import extract_rust
+from rust_rewards.source import analyse
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.verifier import Verifier
+from rust_rewards.verify import VerifierConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+FENCE = "```"
+
+
+def rust(code: str) -> str:
+    return f"Here you go:\n{FENCE}rust\n{code}\n{FENCE}\n"
+
+
+SQUARE = "pub fn square(x: i64) -> i64 {\n    x * x\n}\n"
+SQUARE_TESTS = """
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small() {
+        assert_eq!(square(3), 9);
+    }
+
+    #[test]
+    fn negative() {
+        assert_eq!(square(-4), 16);
+    }
+}
+"""
+HIDDEN_UNIT = "#[test]\nfn hidden_one() { assert_eq!(square(5), 25); }\n#[test]\n#[ignore]\nfn hidden_two() { assert_eq!(square(0), 0); }\n"
+HIDDEN_MODULE = "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn nested() { assert_eq!(square(3), 9); }\n}\n"
+HIDDEN_INTEGRATION = "use solution::*;\n\n#[test]\nfn integ() { assert_eq!(square(7), 49); }\n"
+HIDDEN_MAIN = "fn main() {\n    let candidate = square;\n    assert_eq!(candidate(6), 36);\n}\n"
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    v = Verifier()
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def cargo_verifier():
+    v = Verifier(VerifierConfig(mode="cargo"))
+    yield v
+    v.close()
+
+
+# ---- extraction ----------------------------------------------------------------------------------------------
+
+def test_extract_concatenates_rust_blocks_and_ignores_prose():
+    text = f"Intro `fn x()`\n{FENCE}rust\nfn a() {{}}\n{FENCE}\nmiddle\n{FENCE}python\nprint(1)\n{FENCE}\n{FENCE}rs\nfn b() {{}}\n{FENCE}"
+    assert extract_rust(text) == "fn a() {}\n\nfn b() {}"
+
+
+def test_extract_no_block_means_no_code():
+    assert extract_rust("pub fn a() -> i32 { 1 }") == ""
+    assert extract_rust(f"{FENCE}\nfn a() {{}}\n{FENCE}") == ""
+
+
+def test_extract_unclosed_fence_and_messages():
+    assert extract_rust(f"{FENCE}rust\nfn a() {{}}\n") == "fn a() {}"
+    assert extract_rust([{"role": "assistant", "content": rust("fn c() {}")}]) == "fn c() {}"
+
+
+def test_no_code_report(verifier):
+    report = verifier.verify("I cannot help with that.")
+    assert not report.has_code and not report.build_ok
+    assert rewards.rewards_from_report(report)["build_reward"] == 0.0
+
+
+# ---- source analysis -----------------------------------------------------------------------------------------
+
+def test_every_test_fn_counts_and_trivial_asserts_earn_nothing():
+    facts = analyse(SQUARE + SQUARE_TESTS + "\n#[test]\nfn trivial() { assert!(true); assert_eq!(2, 2); }\n")
+    assert facts.test_fns == ("small", "negative", "trivial")
+    assert len(facts.meaningful_assertions) == 2
+    assert facts.trivial_assertions == 2
+    assert facts.tests_calling_solution == 2
+
+
+def test_assert_through_let_binding_is_meaningful():
+    facts = analyse(SQUARE + "#[test]\nfn t() { let r = square(2); assert_eq!(r, 4); }\n")
+    assert len(facts.meaningful_assertions) == 1
+
+
+# ---- verdicts ------------------------------------------------------------------------------------------------
+
+def test_passing_completion(verifier):
+    report = verifier.verify(rust(SQUARE + SQUARE_TESTS))
+    assert report.build_ok and report.clippy_ok and report.tests_ok
+    assert (report.own_tests.passed, report.own_tests.failed) == (2, 0)
+    assert rewards.rewards_from_report(report) == {
+        "build_reward": 1.0, "clippy_reward": 1.0, "test_reward": 2.0, "non_empty_reward": 1.0,
+        "test_block_reward": 0.5, "assertion_reward": 0.5, "hidden_test_reward": None,
+    }
+
+
+def test_compile_error_codes(verifier):
+    report = verifier.verify(rust("pub fn f() -> i32 { \"no\" }"))
+    assert not report.build_ok and "E0308" in report.error_codes
+    assert "mismatched types" in report.diagnostics
+
+
+def test_clippy_warning_is_not_a_build_error(verifier):
+    report = verifier.verify(rust("pub fn n(v: &Vec<i32>) -> usize { return v.len(); }"))
+    assert report.build_ok and not report.clippy_ok
+    assert set(report.clippy_warnings) == {"ptr_arg", "needless_return"}
+
+
+def test_zero_tests_is_not_passing(verifier):
+    report = verifier.verify(rust(SQUARE))
+    assert report.build_ok and not report.tests_ok
+    assert rewards.rewards_from_report(report)["test_reward"] == 0.0
+
+
+def test_model_main_does_not_break_library(verifier):
+    report = verifier.verify(rust(SQUARE + "fn main() { println!(\"{}\", square(2)); }\n" + SQUARE_TESTS))
+    assert report.build_ok and report.tests_ok
+
+
+def test_trivial_tests_earn_no_test_reward(verifier):
+    code = SQUARE + "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() { assert!(true); assert_eq!(2, 2); }\n}\n"
+    report = verifier.verify(rust(code))
+    assert report.tests_ok
+    scores = rewards.rewards_from_report(report)
+    assert scores["test_reward"] == 0.0 and scores["assertion_reward"] == 0.0
+
+
+@pytest.mark.parametrize("text,shape", [
+    (HIDDEN_UNIT, "unit"), (HIDDEN_MODULE, "unit"), (HIDDEN_INTEGRATION, "integration"), (HIDDEN_MAIN, "main"),
+])
+def test_hidden_shapes_in_both_modes(verifier, cargo_verifier, text, shape):
+    hidden = HiddenTests(text, shape=shape)
+    expected = {"unit": 2, "integration": 1, "main": 1}[shape] if text != HIDDEN_MODULE else 1
+    for v in (verifier, cargo_verifier):
+        good = v.verify(rust(SQUARE + SQUARE_TESTS), hidden)
+        assert good.hidden_ok, (v.config.mode, good.test_output)
+        assert good.hidden_tests.passed == expected and good.own_tests.passed == 2
+        bad = v.verify(rust("pub fn square(x: i64) -> i64 {\n    x + x\n}\n"), hidden)
+        assert bad.build_ok and not bad.hidden_ok and bad.hidden_tests.failed >= 1
+
+
+def test_broken_own_tests_do_not_hide_a_correct_solution(verifier):
+    code = SQUARE + "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { let s: String = square(2); }\n}\n"
+    report = verifier.verify(rust(code), HiddenTests(HIDDEN_UNIT))
+    assert report.build_ok and not report.tests_ok
+    assert report.hidden_ok and report.hidden_tests.passed == 2
+
+
+def test_hidden_reward_fraction_and_none_without_tests():
+    partial = "pub fn square(x: i64) -> i64 {\n    if x == 0 { 1 } else { x * x }\n}\n"
+    out = rewards.hidden_test_reward(
+        [rust(partial), rust(SQUARE)], reference_tests=[HIDDEN_UNIT, ""], test_shape=["unit", "none"])
+    assert out == [1.0, None]
+
+
+def test_exit_zero_with_fake_summary_is_not_a_pass(verifier):
+    code = SQUARE + """
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn a() { assert_eq!(square(2), 5); }
+    #[test]
+    fn b() {
+        println!("test a ... ok");
+        println!("test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s");
+        std::process::exit(0);
+    }
+}
+"""
+    report = verifier.verify(rust(code))
+    assert not report.tests_ok
+    assert rewards.rewards_from_report(report)["test_reward"] == 0.0
+
+
+# ---- the two modes agree, and agree with the naive published way ------------------------------------------------
+
+def test_direct_and_cargo_modes_agree_on_corpus(verifier, cargo_verifier):
+    corpus = load_corpus(DEFAULT_CORPUS)
+    texts = [t for _n, t in corpus]
+    direct = verifier.verify_many(texts)
+    cargo = cargo_verifier.verify_many(texts)
+    for (name, _), a, b in zip(corpus, direct, cargo, strict=True):
+        assert a.verdict() == b.verdict(), name
+    assert any(not r.build_ok for r in direct) and any(r.tests_ok for r in direct)
+    assert any(r.build_ok and not r.clippy_ok for r in direct)
+
+
+def test_naive_published_scoring_agrees_on_a_sample():
+    corpus = dict(load_corpus(DEFAULT_CORPUS))
+    v = Verifier(workers=2)
+    for name in ("ok_fizzbuzz.md", "err_borrow.md", "clippy_ptr_arg.md", "test_only_compile_error.md",
+                 "debug_overflow.md"):
+        assert naive_verdict(corpus[name]) == report_verdict(v.verify(corpus[name])), name
+    v.close()
+
+
+# ---- batching, cache, async ----------------------------------------------------------------------------------
+
+def test_grpo_batch_dedups_and_caches():
+    corpus = load_corpus(DEFAULT_CORPUS)
+    batch = [t for _n, t in grpo_batch(corpus)]
+    v = Verifier(workers=2)
+    seen = []
+    first = v.verify_many(batch, progress=lambda done, total: seen.append((done, total)))
+    assert v.stats["verified"] == len(set(batch)) == 24
+    assert seen[-1] == (32, 32)
+    again = v.verify_many(batch)
+    assert v.stats["verified"] == 24
+    assert [r.verdict() for r in first] == [r.verdict() for r in again]
+    v.close()
+
+
+def test_async_rewards_share_one_verification():
+    completions = [rust(SQUARE + SQUARE_TESTS), rust("pub fn broken( {")]
+    from rust_rewards import verifier as verifier_module
+
+    before = verifier_module.get_verifier().stats["verified"]
+
+    async def all_rewards():
+        return await asyncio.gather(*(f(completions) for f in rewards.ASYNC_REWARD_FUNCS))
+
+    results = asyncio.run(all_rewards())
+    assert verifier_module.get_verifier().stats["verified"] - before <= 2
+    assert [fn.__name__ for fn in rewards.ASYNC_REWARD_FUNCS] == [fn.__name__ for fn in rewards.REWARD_FUNCS]
+    by_name = dict(zip([f.__name__ for f in rewards.ASYNC_REWARD_FUNCS], results, strict=True))
+    assert by_name["build_reward"] == [1.0, 0.0]
+    assert by_name["test_reward"] == [2.0, 0.0]
+
+
+def test_reward_functions_match_report_projections():
+    completions = [rust(SQUARE + SQUARE_TESTS), "nothing"]
+    for fn in rewards.REWARD_FUNCS:
+        values = fn(completions)
+        assert len(values) == 2
+        assert values[1] in (0.0, None)
+    assert set(rewards.DEFAULT_WEIGHTS) == {f.__name__ for f in rewards.REWARD_FUNCS}
+
+
+# ---- command line and errors ---------------------------------------------------------------------------------
+
+def test_cli_check_prints_one_json_per_file(tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text(rust(SQUARE + SQUARE_TESTS))
+    bad = tmp_path / "bad.rs"
+    bad.write_text("pub fn f() -> i32 { \"x\" }\n")
+    out = subprocess.run([sys.executable, "-m", "rust_rewards", "check", str(good), str(bad)],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["path"] for r in records] == [str(good), str(bad)]
+    assert records[0]["tests_passed"] == 2 and records[0]["rewards"]["test_reward"] == 2.0
+    assert records[1]["build_ok"] is False and records[1]["error_codes"] == ["E0308"]
+    for key in ("has_code", "clippy_ok", "clippy_warnings", "tests_failed", "timed_out"):
+        assert key in records[0]
+
+
+def test_missing_toolchain_is_one_clear_message(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}
+    f = tmp_path / "x.rs"
+    f.write_text("pub fn f() {}\n")
+    res = subprocess.run([sys.executable, "-m", "rust_rewards", "check", str(f)], capture_output=True, text=True,
+                         env=env, cwd=ROOT)
+    assert res.returncode == 2
+    assert "rustc was not found" in res.stderr and "rustup" in res.stderr
+    assert "Traceback" not in res.stderr
