@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -171,6 +172,49 @@ def prepare_dir(path: Path, slot: int) -> None:
                 os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One command of a multi-step sandbox call, with its own wall-clock limit."""
+
+    name: str
+    argv: list[str]
+    stop_unless_ok: bool = False
+
+
+def _prefix(
+    crate: Path, limits: Limits, slot: int, writable: bool, extra_ro: tuple[Path, ...]
+) -> tuple[list[str], int | None]:
+    iso = detect_isolation()
+    cmd = _rlimit_prefix(limits, count_processes=iso.drop_uid)
+    user = None
+    if iso.drop_uid and iso.bwrap:
+        user = UID_BASE + slot
+    elif iso.drop_uid:
+        cmd += _uid_prefix(slot)
+    if iso.bwrap:
+        cmd += [iso.bwrap, *_bwrap_args(crate, writable=writable, tmp_mb=limits.tmp_mb, extra_ro=extra_ro), "--"]
+    elif iso.unshare_net:
+        cmd += [*iso.unshare_net, "--"]
+    return cmd, user
+
+
+def _spawn(cmd: list[str], *, crate: Path, env: dict[str, str], user: int | None, wall: float,
+           stdout, stderr, pass_fds: tuple[int, ...] = ()) -> tuple[int, bool]:
+    proc = subprocess.Popen(
+        cmd, cwd=crate, env={**env, "TMPDIR": "/tmp"}, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+        start_new_session=True, user=user, group=user, extra_groups=[] if user is not None else None,
+        pass_fds=pass_fds,
+    )
+    timed_out = False
+    try:
+        proc.wait(timeout=wall)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        _kill_group(proc)
+    return (proc.returncode if proc.returncode is not None else -signal.SIGKILL), timed_out
+
+
 def run(
     argv: list[str],
     *,
@@ -188,41 +232,82 @@ def run(
     ``writable=False`` mounts the crate read-only (used while tests run). Output beyond ``output_cap``
     characters is cut in the middle.
     """
-    iso = detect_isolation()
-    cmd = _rlimit_prefix(limits, count_processes=iso.drop_uid)
-    user = None
-    if iso.drop_uid and iso.bwrap:
-        user = UID_BASE + slot
-    elif iso.drop_uid:
-        cmd += _uid_prefix(slot)
-    if iso.bwrap:
-        cmd += [iso.bwrap, *_bwrap_args(crate, writable=writable, tmp_mb=limits.tmp_mb, extra_ro=extra_ro), "--"]
-    elif iso.unshare_net:
-        cmd += [*iso.unshare_net, "--"]
-    cmd += argv
+    prefix, user = _prefix(crate, limits, slot, writable, extra_ro)
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout", log_dir / "stderr"
     start = time.monotonic()
-    timed_out = False
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            cmd, cwd=crate, env={**env, "TMPDIR": "/tmp"}, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, user=user, group=user, extra_groups=[] if user is not None else None,
+        returncode, timed_out = _spawn([*prefix, *argv], crate=crate, env=env, user=user,
+                                       wall=limits.wall_seconds, stdout=out, stderr=err)
+    return RunResult(returncode, timed_out, time.monotonic() - start,
+                     _read_capped(out_path, output_cap), _read_capped(err_path, output_cap))
+
+
+def run_steps(
+    steps: list[Step],
+    *,
+    crate: Path,
+    log_dir: Path,
+    limits: Limits,
+    env: dict[str, str],
+    slot: int = 0,
+    writable: bool = True,
+    extra_ro: tuple[Path, ...] = (),
+    output_cap: int = 200_000,
+) -> dict[str, RunResult]:
+    """Run several commands one after another inside ONE sandbox (one start-up cost instead of several).
+
+    Each step gets ``limits.wall_seconds`` (enforced inside by ``timeout``) and its own captured output; a
+    step with ``stop_unless_ok`` that fails ends the sequence. Steps that did not run are absent from the
+    result.
+    """
+    if len(steps) == 1:
+        step = steps[0]
+        return {step.name: run(step.argv, crate=crate, log_dir=log_dir / step.name, limits=limits, env=env,
+                               slot=slot, writable=writable, extra_ro=extra_ro, output_cap=output_cap)}
+    prefix, user = _prefix(crate, limits, slot, writable, extra_ro)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    files = {"status": open(log_dir / "status", "w+b")}  # noqa: SIM115 - closed below
+    for step in steps:
+        for kind in ("stdout", "stderr"):
+            files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
+    # The inner script first moves the inherited descriptors to fixed numbers: 9 for status, then two per step.
+    moves = [f"9>&{files['status'].fileno()}"]
+    for i, step in enumerate(steps):
+        moves += [f"{10 + 2 * i}>&{files[step.name + '.stdout'].fileno()}",
+                  f"{11 + 2 * i}>&{files[step.name + '.stderr'].fileno()}"]
+    lines = ["exec " + " ".join(moves)]
+    for i, step in enumerate(steps):
+        out_fd, err_fd = 10 + 2 * i, 11 + 2 * i
+        lines.append(
+            f"s=$EPOCHREALTIME; timeout -k 1 {limits.wall_seconds} {shlex.join(step.argv)} >&{out_fd} 2>&{err_fd}; "
+            f'rc=$?; echo "{i} $rc $s $EPOCHREALTIME" >&9'
+            + ("; [ $rc -eq 0 ] || exit 0" if step.stop_unless_ok else "")
         )
-        try:
-            proc.wait(timeout=limits.wall_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            _kill_group(proc)
-    seconds = time.monotonic() - start
-    return RunResult(
-        returncode=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
-        timed_out=timed_out,
-        seconds=seconds,
-        stdout=_read_capped(out_path, output_cap),
-        stderr=_read_capped(err_path, output_cap),
-    )
+    wall = len(steps) * (limits.wall_seconds + 1) + 5
+    try:
+        _returncode, outer_timeout = _spawn(
+            [*prefix, "/bin/bash", "-c", "\n".join(lines)], crate=crate, env=env, user=user, wall=wall,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=tuple(f.fileno() for f in files.values()),
+        )
+    finally:
+        for f in files.values():
+            f.close()
+    results: dict[str, RunResult] = {}
+    for line in (log_dir / "status").read_text().splitlines():
+        index, rc, started, ended = line.split()
+        step = steps[int(index)]
+        results[step.name] = RunResult(
+            returncode=int(rc),
+            timed_out=int(rc) == 124 or (outer_timeout and int(index) == len(steps) - 1),
+            seconds=float(ended.replace(",", ".")) - float(started.replace(",", ".")),
+            stdout=_read_capped(log_dir / f"{step.name}.stdout", output_cap),
+            stderr=_read_capped(log_dir / f"{step.name}.stderr", output_cap),
+        )
+    if outer_timeout and len(results) < len(steps):
+        step = steps[len(results)]
+        results[step.name] = RunResult(-signal.SIGKILL, True, limits.wall_seconds, "", "")
+    return results
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

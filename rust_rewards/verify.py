@@ -97,10 +97,25 @@ class _Job:
             argv, crate=self.layout.root, log_dir=self.logs / phase, limits=limits, env=self.env(),
             slot=self.slot, writable=writable, extra_ro=extra,
         )
+        self._account(phase, result)
+        return result
+
+    def run_steps(self, group: str, steps: list[sandbox.Step], *, limits: Limits,
+                  writable: bool = True) -> dict[str, sandbox.RunResult]:
+        """Several phases in one sandbox call; steps are named after their phase."""
+        extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
+        results = sandbox.run_steps(
+            steps, crate=self.layout.root, log_dir=self.logs / group, limits=limits, env=self.env(),
+            slot=self.slot, writable=writable, extra_ro=extra,
+        )
+        for name, result in results.items():
+            self._account(name.split(":")[0], result)
+        return results
+
+    def _account(self, phase: str, result: sandbox.RunResult) -> None:
         self.durations[phase] = self.durations.get(phase, 0.0) + result.seconds
         if result.timed_out and phase not in self.timed_out:
             self.timed_out.append(phase)
-        return result
 
 
 def verify_code(
@@ -185,13 +200,23 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
     name = layout.lib_name
     own_expected = len(facts.test_fns)
     harness = bool(own_expected or layout.hidden_in_lib)
+    profile = _RELEASE if layout.hidden is not None and layout.hidden.release else _DEV
     # When a test harness is compiled anyway, clippy only needs analysis (as `cargo clippy` does) and the
     # harness compile, with `-C link-dead-code`, monomorphizes every item as the library build would.
     emit = "metadata" if harness and not layout.integration_tests else "link"
-    lib = job.run("build", [
+    eager = ["-C", "link-dead-code"] if emit == "metadata" else []
+    build_step = sandbox.Step("build", [
         *_rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
         f"--emit={emit}", *_DEV, "-o", f"target/lib{name}.r{'meta' if emit == 'metadata' else 'lib'}",
-    ], limits=limits)
+    ], stop_unless_ok=True)
+    test_step = sandbox.Step("test_compile", [
+        *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
+        "-C", "prefer-dynamic", "-o", f"target/{name}-test",
+    ])
+    integration_steps = _integration_compile_steps(job, profile)
+    compiled = job.run_steps("compile", [build_step, *([test_step] if harness else []), *integration_steps],
+                             limits=limits)
+    lib = compiled["build"]
     outcome = parse_compiler(lib.stderr)
     if lib.timed_out:
         job.timed_out.append("clippy")
@@ -199,88 +224,98 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
                 and (lib.returncode == 0 or outcome.clippy_errors > 0))
     if not build_ok:
         return _report(job, facts, False, outcome, TestCounts(expected=own_expected), _skipped(layout))
-    profile = _RELEASE if layout.hidden is not None and layout.hidden.release else _DEV
-    own: TestCounts = TestCounts(expected=own_expected)
-    hidden: TestCounts | None = _skipped(layout)
+    if lib.returncode != 0:
+        # Only deny-level clippy lints failed: the build is fine, so run the passes the script skipped.
+        compiled.update(job.run_steps("compile_after_clippy", [
+            sandbox.Step("build_codegen", [
+                *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+                "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
+            ]),
+            *([test_step] if harness else []), *integration_steps,
+        ], limits=limits))
     harness_ok = False
     if harness:
-        eager = ["-C", "link-dead-code"] if emit == "metadata" else []
-        test = job.run("test_compile", [
-            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
-            "-C", "prefer-dynamic", "-o", f"target/{name}-test",
-        ], limits=limits)
-        test_outcome = parse_compiler(test.stderr, clippy_pass=False)
+        test = compiled["test_compile"]
         harness_ok = test.returncode == 0 and not test.timed_out
         if not harness_ok and eager:
             codegen = job.run("build_codegen", [
                 *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
                 "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
             ], limits=limits)
-            codegen_outcome = parse_compiler(codegen.stderr, clippy_pass=False)
             if codegen.returncode != 0 or codegen.timed_out:
                 if codegen.timed_out:
                     job.timed_out.append("build")
-                return _report(job, facts, False, outcome.merged(codegen_outcome),
+                return _report(job, facts, False, outcome.merged(parse_compiler(codegen.stderr, clippy_pass=False)),
                                TestCounts(expected=own_expected), _skipped(layout))
-        outcome = outcome.merged(test_outcome)
-        if own_expected:
-            own = _run_tests(job, "test", f"target/{name}-test", ["--skip", f"{HIDDEN}::"], own_expected,
-                             compiled=harness_ok)
+        outcome = outcome.merged(parse_compiler(test.stderr, clippy_pass=False))
+    hidden_binary = f"target/{name}-test"
+    hidden_ok_compile = harness_ok
+    if layout.hidden_in_lib and not harness_ok:
+        rewrite_lib(layout, strip_test_code(code))
+        again = job.run("hidden_compile", [
+            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
+            "-C", "prefer-dynamic", "-o", f"target/{name}-hidden",
+        ], limits=limits)
+        hidden_binary = f"target/{name}-hidden"
+        hidden_ok_compile = again.returncode == 0 and not again.timed_out
+    integration_ok = all(
+        (res := compiled.get(step.name)) is not None and res.returncode == 0 and not res.timed_out
+        for step in integration_steps
+    )
+    runs = []
+    if own_expected and harness_ok:
+        runs.append(sandbox.Step("test", [f"target/{name}-test", "--skip", f"{HIDDEN}::", "--test-threads=1"]))
+    if layout.hidden_in_lib and hidden_ok_compile:
+        runs.append(sandbox.Step("hidden", [hidden_binary, f"{HIDDEN}::", "--include-ignored", "--test-threads=1"]))
+    if layout.integration_tests and integration_ok:
+        runs += [sandbox.Step(f"hidden:{i}", [f"target/{Path(rel).stem}-itest", "--include-ignored",
+                                              "--test-threads=1"])
+                 for i, rel in enumerate(layout.integration_tests)]
+    results = job.run_steps("run", runs, limits=job.config.run_limits, writable=False) if runs else {}
+    for result in results.values():
+        job.outputs.append(result.stdout)
+    own = _counts_from(results, ["test"], own_expected, compiled=harness_ok, timed_out="test" in job.timed_out)
+    hidden: TestCounts | None = _skipped(layout)
     if layout.hidden_in_lib:
-        binary = f"target/{name}-test"
-        if not harness_ok:
-            rewrite_lib(layout, strip_test_code(code))
-            again = job.run("hidden_compile", [
-                *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
-                "-C", "prefer-dynamic", "-o", f"target/{name}-hidden",
-            ], limits=limits)
-            binary = f"target/{name}-hidden"
-            harness_ok = again.returncode == 0 and not again.timed_out
-        hidden = _run_tests(job, "hidden", binary, [f"{HIDDEN}::", "--include-ignored"], layout.hidden_expected,
-                            compiled=harness_ok)
+        hidden = _counts_from(results, ["hidden"], layout.hidden_expected, compiled=hidden_ok_compile,
+                              timed_out="hidden" in job.timed_out or "hidden_compile" in job.timed_out)
     elif layout.integration_tests:
-        hidden = _direct_integration(job, lib.returncode == 0, profile)
+        names = [f"hidden:{i}" for i in range(len(layout.integration_tests))]
+        hidden = _counts_from(results, names, layout.hidden_expected, compiled=integration_ok,
+                              timed_out="hidden" in job.timed_out or "hidden_compile" in job.timed_out)
     return _report(job, facts, True, outcome, own, hidden)
 
 
-def _direct_integration(job: _Job, have_rlib: bool, profile: list[str]) -> TestCounts:
-    layout, tc, limits = job.layout, job.tc, job.config.compile_limits
+def _integration_compile_steps(job: _Job, profile: list[str]) -> list[sandbox.Step]:
+    """Compile steps for integration-shaped hidden tests (they link the library rlib by name)."""
+    layout, tc = job.layout, job.tc
+    if not layout.integration_tests:
+        return []
     name = layout.lib_name
     rlib = f"target/lib{name}.rlib"
-    if profile is _RELEASE or not have_rlib:
+    steps = []
+    if profile is _RELEASE:
         rlib = f"target/release/lib{name}.rlib"
-        job.run("hidden_compile", [
+        steps.append(sandbox.Step("hidden_compile:lib", [
             *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name, *profile,
-            "-C", "prefer-dynamic", "-o", rlib,
-        ], limits=limits)
-    binaries = []
-    compiled = True
-    for rel in layout.integration_tests:
+            "-o", rlib,
+        ]))
+    for i, rel in enumerate(layout.integration_tests):
         stem = Path(rel).stem
-        res = job.run("hidden_compile", [
+        steps.append(sandbox.Step(f"hidden_compile:{i}", [
             *_rustc_base(job, tc.rustc, rel), "--test", "--crate-name", stem, "--extern", f"{name}={rlib}",
             "-L", "dependency=target", *profile, "-C", "prefer-dynamic", "-o", f"target/{stem}-itest",
-        ], limits=limits)
-        compiled &= res.returncode == 0 and not res.timed_out
-        binaries.append(f"target/{stem}-itest")
-    if not compiled:
-        return TestCounts(expected=layout.hidden_expected, timed_out="hidden_compile" in job.timed_out)
-    stdout = []
-    for binary in binaries:
-        res = job.run("hidden", [binary, "--include-ignored", "--test-threads=1"], limits=job.config.run_limits,
-                      writable=False)
-        stdout.append(res.stdout)
-        job.outputs.append(res.stdout)
-    run = parse_libtest("\n".join(stdout), binaries=len(binaries))
-    return _counts(run, layout.hidden_expected, "hidden" in job.timed_out)
+        ]))
+    return steps
 
 
-def _run_tests(job: _Job, phase: str, binary: str, args: list[str], expected: int, *, compiled: bool) -> TestCounts:
-    if not compiled:
-        return TestCounts(expected=expected, timed_out=f"{phase}_compile" in job.timed_out)
-    res = job.run(phase, [binary, *args, "--test-threads=1"], limits=job.config.run_limits, writable=False)
-    job.outputs.append(res.stdout)
-    return _counts(parse_libtest(res.stdout), expected, res.timed_out)
+def _counts_from(results: dict[str, sandbox.RunResult], names: list[str], expected: int, *, compiled: bool,
+                 timed_out: bool) -> TestCounts:
+    if not compiled or not expected or any(n not in results for n in names):
+        return TestCounts(expected=expected, timed_out=timed_out)
+    stdout = "\n".join(results[n].stdout for n in names)
+    run = parse_libtest(stdout, binaries=len(names))
+    return _counts(run, expected, timed_out)
 
 
 # ---- cargo mode (reference) --------------------------------------------------------------------------------

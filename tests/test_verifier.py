@@ -42,8 +42,13 @@ mod tests {
     }
 }
 """
-HIDDEN_UNIT = "#[test]\nfn hidden_one() { assert_eq!(square(5), 25); }\n#[test]\n#[ignore]\nfn hidden_two() { assert_eq!(square(0), 0); }\n"
-HIDDEN_MODULE = "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn nested() { assert_eq!(square(3), 9); }\n}\n"
+HIDDEN_UNIT = (
+    "#[test]\nfn hidden_one() { assert_eq!(square(5), 25); }\n"
+    "#[test]\n#[ignore]\nfn hidden_two() { assert_eq!(square(0), 0); }\n"
+)
+HIDDEN_MODULE = (
+    "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn nested() { assert_eq!(square(3), 9); }\n}\n"
+)
 HIDDEN_INTEGRATION = "use solution::*;\n\n#[test]\nfn integ() { assert_eq!(square(7), 49); }\n"
 HIDDEN_MAIN = "fn main() {\n    let candidate = square;\n    assert_eq!(candidate(6), 36);\n}\n"
 
@@ -65,7 +70,8 @@ def cargo_verifier():
 # ---- extraction ----------------------------------------------------------------------------------------------
 
 def test_extract_concatenates_rust_blocks_and_ignores_prose():
-    text = f"Intro `fn x()`\n{FENCE}rust\nfn a() {{}}\n{FENCE}\nmiddle\n{FENCE}python\nprint(1)\n{FENCE}\n{FENCE}rs\nfn b() {{}}\n{FENCE}"
+    text = (f"Intro `fn x()`\n{FENCE}rust\nfn a() {{}}\n{FENCE}\nmiddle\n{FENCE}python\nprint(1)\n{FENCE}\n"
+            f"{FENCE}rs\nfn b() {{}}\n{FENCE}")
     assert extract_rust(text) == "fn a() {}\n\nfn b() {}"
 
 
@@ -158,7 +164,9 @@ def test_hidden_shapes_in_both_modes(verifier, cargo_verifier, text, shape):
 
 
 def test_broken_own_tests_do_not_hide_a_correct_solution(verifier):
-    code = SQUARE + "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { let s: String = square(2); }\n}\n"
+    code = SQUARE + (
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { let s: String = square(2); }\n}\n"
+    )
     report = verifier.verify(rust(code), HiddenTests(HIDDEN_UNIT))
     assert report.build_ok and not report.tests_ok
     assert report.hidden_ok and report.hidden_tests.passed == 2
