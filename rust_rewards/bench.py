@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,28 +105,31 @@ def report_verdict(r: Report) -> Verdict:
     return verdict_tuple(r.has_code, r.build_ok, tuple(sorted(r.clippy_warnings)), tests)
 
 
-def _measure(items: list[tuple[str, str]], workers: int | None) -> dict:
-    start = time.perf_counter()
-    naive = [naive_verdict(text) for _name, text in items]
-    naive_s = time.perf_counter() - start
-    verifier = Verifier(workers=workers)
-    start = time.perf_counter()
-    reports = verifier.verify_many([text for _name, text in items])
-    ours_s = time.perf_counter() - start
-    verifier.close()
+def _measure(items: list[tuple[str, str]], workers: int | None, repeats: int) -> dict:
+    """Naive and ours alternately, ``repeats`` times each; medians of the wall-clock times."""
+    naive_times, ours_times = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        naive = [naive_verdict(text) for _name, text in items]
+        naive_times.append(time.perf_counter() - start)
+        verifier = Verifier(workers=workers)
+        start = time.perf_counter()
+        reports = verifier.verify_many([text for _name, text in items])
+        ours_times.append(time.perf_counter() - start)
+        verifier.close()
     ours = [report_verdict(r) for r in reports]
-    disagree = [name for (name, _), a, b in zip(items, naive, ours, strict=True) if a != b]
+    naive_s, ours_s = statistics.median(naive_times), statistics.median(ours_times)
+    pairs = list(zip(items, naive, ours, strict=True))
     return {
         "completions": len(items),
+        "repeats": repeats,
         "naive_per_s": len(items) / naive_s,
         "ours_per_s": len(items) / ours_s,
         "naive_s": naive_s,
         "ours_s": ours_s,
         "ratio": naive_s / ours_s,
-        "verdicts_agree": not disagree,
-        "disagreements": disagree,
-        "details": {name: {"naive": a, "ours": b} for (name, _), a, b in zip(items, naive, ours, strict=True)
-                    if a != b},
+        "verdicts_agree": all(a == b for _, a, b in pairs),
+        "details": {name: {"naive": a, "ours": b} for (name, _), a, b in pairs if a != b},
     }
 
 
@@ -134,13 +138,15 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of completion files")
     parser.add_argument("--workers", type=int, default=None, help="verifier workers (default: all cores)")
+    parser.add_argument("--repeats", type=int, default=1, help="alternate naive/ours this many times (medians)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     corpus = load_corpus(args.corpus)
-    print(f"machine: {os.cpu_count()} cores, {find_toolchain().version}", flush=True)
+    print(f"machine: {os.cpu_count()} cores, {find_toolchain().version}, corpus {args.corpus} "
+          f"({len(corpus)} completions)", flush=True)
     results = {}
     for label, items in (("distinct", corpus), ("grpo_4x8", grpo_batch(corpus))):
-        res = _measure(items, args.workers)
+        res = _measure(items, args.workers, args.repeats)
         results[label] = res
         print(f"{label:9s} n={res['completions']:3d}  naive {res['naive_per_s']:.2f}/s ({res['naive_s']:.1f} s)  "
               f"ours {res['ours_per_s']:.2f}/s ({res['ours_s']:.1f} s)  ratio {res['ratio']:.2f}x  "
