@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of completion files")
     parser.add_argument("--workers", type=int, default=None, help="verifier workers (default: all cores)")
+    parser.add_argument("--prompts", type=int, default=4, help="GRPO-shaped batch: number of prompts")
+    parser.add_argument("--group", type=int, default=8, help="GRPO-shaped batch: completions per prompt")
     parser.add_argument("--repeats", type=int, default=1, help="alternate naive/ours this many times (medians)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
@@ -145,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} cores, {find_toolchain().version}, corpus {args.corpus} "
           f"({len(corpus)} completions)", flush=True)
     results = {}
-    for label, items in (("distinct", corpus), ("grpo_4x8", grpo_batch(corpus))):
+    workloads = (("distinct", corpus),
+                 (f"grpo_{args.prompts}x{args.group}", grpo_batch(corpus, args.prompts, args.group)))
+    for label, items in workloads:
         res = _measure(items, args.workers, args.repeats)
         results[label] = res
         print(f"{label:9s} n={res['completions']:3d}  naive {res['naive_per_s']:.2f}/s ({res['naive_s']:.1f} s)  "

@@ -19,18 +19,26 @@ the always-on layers and runs with the caller's rights: ``Isolation.layers`` say
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-UID_BASE = 61000
-"""Worker slot ``k`` runs as uid/gid ``UID_BASE + k`` when the verifier runs as root."""
+UID_BASE = 200_000
+UID_BLOCK = 64
+"""When running as root, each process claims a block of ``UID_BLOCK`` uids (a lock file per block, held for the
+process's life) and worker slot ``k`` runs as uid/gid ``block_base + k``: ``RLIMIT_NPROC`` counts per uid
+machine-wide, so two verifier processes on one machine must never share uids."""
+_BLOCK_LOCK = None
+_CLAIM = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -102,9 +110,14 @@ def _works(cmd: list[str]) -> bool:
         return False
 
 
-@functools.cache
 def detect_isolation() -> Isolation:
-    """Probe bwrap, privilege dropping and network namespaces on this machine."""
+    """Probe bwrap, privilege dropping and network namespaces on this machine (once per process)."""
+    with _CLAIM:
+        return _probe()
+
+
+@functools.cache
+def _probe() -> Isolation:
     drop_uid = os.geteuid() == 0 and shutil.which("setpriv") is not None
     prefix = _uid_prefix(0) if drop_uid else []
     bwrap = None
@@ -121,8 +134,37 @@ def detect_isolation() -> Isolation:
     return Isolation(bwrap=bwrap, drop_uid=drop_uid, unshare_net=unshare_net)
 
 
+def uid_base() -> int:
+    """The first uid of this process's block (claimed once, released when the process exits)."""
+    with _CLAIM:
+        return _claim_block()
+
+
+@functools.cache
+def _claim_block() -> int:
+    global _BLOCK_LOCK
+    folder = Path(tempfile.gettempdir()) / "rust-rewards-uid-blocks"
+    folder.mkdir(exist_ok=True)
+    for block in range(1000):
+        handle = open(folder / f"{block}.lock", "w")  # noqa: SIM115 - held open on purpose
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _BLOCK_LOCK = handle
+        return UID_BASE + block * UID_BLOCK
+    raise RuntimeError(f"no free sandbox uid block under {folder}")
+
+
+def slot_uid(slot: int) -> int:
+    if slot >= UID_BLOCK:
+        raise ValueError(f"at most {UID_BLOCK} workers per process when dropping privileges")
+    return uid_base() + slot
+
+
 def _uid_prefix(slot: int) -> list[str]:
-    uid = str(UID_BASE + slot)
+    uid = str(slot_uid(slot))
     return [
         "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
         "--inh-caps=-all", "--bounding-set=-all", "--",
@@ -165,7 +207,7 @@ def _rlimit_prefix(limits: Limits, count_processes: bool) -> list[str]:
 def prepare_dir(path: Path, slot: int) -> None:
     """Hand a job folder to the slot's sandbox user (a no-op unless privileges are dropped)."""
     if detect_isolation().drop_uid:
-        uid = UID_BASE + slot
+        uid = slot_uid(slot)
         for dirpath, dirnames, filenames in os.walk(path):
             os.chown(dirpath, uid, uid)
             for name in [*dirnames, *filenames]:
@@ -188,7 +230,7 @@ def _prefix(
     cmd = _rlimit_prefix(limits, count_processes=iso.drop_uid)
     user = None
     if iso.drop_uid and iso.bwrap:
-        user = UID_BASE + slot
+        user = slot_uid(slot)
     elif iso.drop_uid:
         cmd += _uid_prefix(slot)
     if iso.bwrap:

@@ -289,3 +289,18 @@ def test_missing_toolchain_is_one_clear_message(tmp_path):
     assert res.returncode == 2
     assert "rustc was not found" in res.stderr and "rustup" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_bench_command_prints_ratio_and_agreement(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text(rust(SQUARE + SQUARE_TESTS))
+    (corpus / "b.md").write_text(rust("pub fn f() -> i32 { \"x\" }"))
+    out = tmp_path / "bench.json"
+    res = subprocess.run([sys.executable, "-m", "rust_rewards", "bench", "--corpus", str(corpus), "--prompts", "1",
+                          "--group", "4", "--json", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ratio" in res.stdout and "verdicts agree: True" in res.stdout
+    data = json.loads(out.read_text())
+    assert data["distinct"]["completions"] == 2 and data["grpo_1x4"]["completions"] == 4
+    assert data["distinct"]["ratio"] > 0

@@ -1,0 +1,174 @@
+"""The bundled task set: schema checks, then every reference verified with real cargo by the project's verifier.
+
+Each reference solution must build, be clippy-clean and pass its hidden tests; the same code with every
+``fn`` body replaced by ``todo!()`` must still build and fail every hidden test (so the tests really call
+the solution and would catch a wrong one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rust_rewards.source import tokenize
+from rust_rewards.tasks import TASK_COLUMNS, Task
+
+BUNDLED = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+SHAPES = ("unit", "integration", "main")
+NON_EMPTY = ("task_id", "prompt", "reference_code", "reference_tests", "test_shape", "crate_name", "edition",
+             "source")
+
+
+def load_rows() -> list[dict]:
+    rows = []
+    for number, line in enumerate(BUNDLED.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"{BUNDLED}:{number}: not JSON: {exc}") from exc
+    return rows
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[Task]:
+    return [Task.from_row(row) for row in load_rows()]
+
+
+def stub_bodies(code: str) -> str:
+    """Replace the body of every ``fn`` item (free functions, methods, trait defaults) by ``{ todo!() }``.
+
+    Works on the project's tokenizer, so braces inside strings, chars and comments are ignored.
+    """
+    tokens = tokenize(code)
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(tokens) - 1:
+        if not (tokens[i].text == "fn" and tokens[i + 1].kind == "ident"):
+            i += 1
+            continue
+        j, depth = i + 2, 0
+        while j < len(tokens):
+            text = tokens[j].text if tokens[j].kind == "punct" else ""
+            if text in ("(", "["):
+                depth += 1
+            elif text in (")", "]"):
+                depth -= 1
+            elif depth == 0 and text in ("{", ";"):
+                break
+            j += 1
+        if j == len(tokens) or tokens[j].text == ";":
+            i = j + 1
+            continue
+        k, braces = j, 0
+        while k < len(tokens):
+            if tokens[k].kind == "punct" and tokens[k].text in "{}":
+                braces += 1 if tokens[k].text == "{" else -1
+                if braces == 0:
+                    break
+            k += 1
+        spans.append((tokens[j].start, tokens[min(k, len(tokens) - 1)].end))
+        i = k + 1
+    for start, end in reversed(spans):
+        code = code[:start] + "{ todo!() }" + code[end:]
+    return code
+
+
+def test_stub_bodies_keeps_signatures_and_ignores_braces_in_literals():
+    code = (
+        "pub trait T {\n    fn req(&self) -> u8;\n    fn opt(&self) -> String { format!(\"{{}}\") }\n}\n"
+        "pub fn f<'a>(s: &'a str, c: char) -> &'a str { if c == '{' { s } else { \"}\" } }\n"
+        "impl T for u8 { fn req(&self) -> u8 { *self } }\n"
+    )
+    stubbed = stub_bodies(code)
+    assert "fn req(&self) -> u8;" in stubbed
+    assert "fn opt(&self) -> String { todo!() }" in stubbed
+    assert "pub fn f<'a>(s: &'a str, c: char) -> &'a str { todo!() }" in stubbed
+    assert "impl T for u8 { fn req(&self) -> u8 { todo!() } }" in stubbed
+    assert stubbed.count("todo!()") == 3
+
+
+def test_rows_have_the_canonical_schema():
+    rows = load_rows()
+    assert len(rows) >= 60, f"only {len(rows)} bundled tasks"
+    for row in rows:
+        assert tuple(row) == TASK_COLUMNS, f"{row.get('task_id')}: columns {tuple(row)}"
+        for key in NON_EMPTY:
+            assert isinstance(row[key], str) and row[key].strip(), f"{row['task_id']}: empty {key}"
+        assert row["test_shape"] in SHAPES, f"{row['task_id']}: test_shape {row['test_shape']!r}"
+        assert (row["crate_name"], row["edition"], row["source"]) == ("solution", "2021", "bundled"), row["task_id"]
+        assert json.loads(row["extra_files"]) == {}, row["task_id"]
+        assert row["test_release"] is False, row["task_id"]
+    ids = [row["task_id"] for row in rows]
+    duplicates = [i for i, n in Counter(ids).items() if n > 1]
+    assert not duplicates, f"duplicate task ids: {duplicates}"
+    assert all(re.fullmatch(r"rr-\d{3}-[a-z0-9-]+", i) for i in ids), ids
+
+
+def test_every_shape_is_represented(tasks):
+    shapes = Counter(t.test_shape for t in tasks)
+    assert set(shapes) == set(SHAPES), shapes
+    assert shapes["integration"] >= 5 and shapes["main"] >= 5, shapes
+
+
+def test_tests_match_their_shape(tasks):
+    for t in tasks:
+        tests = t.reference_tests
+        if t.test_shape == "integration":
+            assert tests.startswith("use solution::*;"), t.task_id
+        if t.test_shape == "main":
+            assert tests.lstrip().startswith("fn main()") and "#[test]" not in tests, t.task_id
+        else:
+            assert 3 <= tests.count("#[test]") <= 8, f"{t.task_id}: {tests.count('#[test]')} tests"
+        assert t.hidden_tests() is not None, t.task_id
+
+
+def test_references_are_plain_library_code(tasks):
+    for t in tasks:
+        code = t.reference_code
+        assert "fn main" not in code and "#[test]" not in code and "#[cfg(test)]" not in code, t.task_id
+        assert "extern crate" not in code, t.task_id
+
+
+def test_prompts_name_every_public_item(tasks):
+    for t in tasks:
+        names = re.findall(r"\bpub (?:fn|struct|enum|trait) (\w+)", t.reference_code)
+        assert names, f"{t.task_id}: no public item"
+        missing = [n for n in names if n not in t.prompt]
+        assert not missing, f"{t.task_id}: prompt does not name {missing}"
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    from rust_rewards.verifier import get_verifier
+
+    return get_verifier()
+
+
+def test_references_build_pass_clippy_and_their_hidden_tests(tasks, verifier):
+    reports = verifier.verify_many([t.reference_code for t in tasks], hidden=[t.hidden_tests() for t in tasks],
+                                   raw_code=True)
+    failing = {t.task_id: r.diagnostics[:300] or r.test_output[-300:] for t, r in zip(tasks, reports, strict=True)
+               if not (r.build_ok and r.hidden_ok)}
+    assert not failing, f"references failing build or hidden tests: {failing}"
+    unclean = {t.task_id: r.clippy_warnings for t, r in zip(tasks, reports, strict=True) if not r.clippy_ok}
+    assert not unclean, f"references with clippy findings: {unclean}"
+    wrong_counts = [t.task_id for t, r in zip(tasks, reports, strict=True)
+                    if r.hidden_tests.passed != r.hidden_tests.expected]
+    assert not wrong_counts, f"hidden tests not all run: {wrong_counts}"
+
+
+def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
+    stubs = [stub_bodies(t.reference_code) for t in tasks]
+    assert all(s != t.reference_code for s, t in zip(stubs, tasks, strict=True))
+    reports = verifier.verify_many(stubs, hidden=[t.hidden_tests() for t in tasks], raw_code=True)
+    passing = [t.task_id for t, r in zip(tasks, reports, strict=True) if r.hidden_ok]
+    assert not passing, f"todo!() stubs pass the hidden tests of: {passing}"
+    not_building = [t.task_id for t, r in zip(tasks, reports, strict=True) if not r.build_ok]
+    assert not not_building, f"todo!() stubs do not build (the tests would fail for the wrong reason): {not_building}"
+    partly = {t.task_id: r.hidden_tests.passed for t, r in zip(tasks, reports, strict=True)
+              if r.hidden_tests.passed}
+    assert not partly, f"hidden tests that pass without calling the solution: {partly}"
