@@ -313,17 +313,14 @@ def run_steps(
     for step in steps:
         for kind in ("stdout", "stderr"):
             files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
-    # The inner script first moves the inherited descriptors to fixed numbers: 9 for status, then two per step.
-    moves = [f"9>&{files['status'].fileno()}"]
+    # pass_fds keeps descriptor numbers across exec, so the script writes to the inherited numbers directly.
+    status_fd = files["status"].fileno()
+    lines = []
     for i, step in enumerate(steps):
-        moves += [f"{10 + 2 * i}>&{files[step.name + '.stdout'].fileno()}",
-                  f"{11 + 2 * i}>&{files[step.name + '.stderr'].fileno()}"]
-    lines = ["exec " + " ".join(moves)]
-    for i, step in enumerate(steps):
-        out_fd, err_fd = 10 + 2 * i, 11 + 2 * i
+        out_fd, err_fd = files[f"{step.name}.stdout"].fileno(), files[f"{step.name}.stderr"].fileno()
         lines.append(
             f"s=$EPOCHREALTIME; timeout -k 1 {limits.wall_seconds} {shlex.join(step.argv)} >&{out_fd} 2>&{err_fd}; "
-            f'rc=$?; echo "{i} $rc $s $EPOCHREALTIME" >&9'
+            f'rc=$?; echo "{i} $rc $s $EPOCHREALTIME" >&{status_fd}'
             + ("; [ $rc -eq 0 ] || exit 0" if step.stop_unless_ok else "")
         )
     wall = len(steps) * (limits.wall_seconds + 1) + 5
