@@ -13,7 +13,6 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -423,12 +422,9 @@ def load_eval(path: str | os.PathLike[str]) -> EvalLogs:
     return EvalLogs(folder, summaries, results)
 
 
-def eval_metrics(logs: EvalLogs, metrics: Iterable[str] | None = None) -> pd.DataFrame:
-    """Tidy (model, metric, value, lo, hi) rows, optionally only the named metrics."""
-    table = long_metrics(logs.summaries)
-    if metrics is not None:
-        table = table[table["metric"].isin(list(metrics))]
-    return table.reset_index(drop=True)
+def eval_metrics(logs: EvalLogs) -> pd.DataFrame:
+    """Tidy (model, metric, value, lo, hi) rows: rates with Wilson intervals, pass@k with bootstrap ones."""
+    return long_metrics(logs.summaries)
 
 
 def eval_error_codes(logs: EvalLogs) -> pd.DataFrame:

@@ -28,7 +28,7 @@ SCREENSHOTS = REPO / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-quic"]
-CHART_SELECTOR = ".marks"
+CHART_SELECTOR = "marimo-vega .marks"
 ERROR_SELECTORS = (".marimo-error", "[data-testid='marimo-error']", ".traceback")
 ERROR_TEXTS = ("Traceback (most recent call last)", "An internal error occurred", "ModuleNotFoundError")
 
@@ -141,7 +141,10 @@ def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[Any]:
 
 
 def wait_for_charts(page: Any, minimum: int, timeout: float = 120.0) -> int:
-    """Wait until at least ``minimum`` Vega charts have drawn their marks; returns how many did."""
+    """Wait until at least ``minimum`` altair charts have drawn their marks; returns how many did.
+
+    Only charts of ``mo.ui.altair_chart`` count (marimo-vega), not the histograms in table headers.
+    """
     deadline = time.monotonic() + timeout
     count = 0
     while time.monotonic() < deadline:
@@ -153,12 +156,17 @@ def wait_for_charts(page: Any, minimum: int, timeout: float = 120.0) -> int:
 
 
 def page_errors(page: Any) -> list[str]:
-    """marimo error outputs and traceback texts visible in the page."""
+    """marimo error outputs and traceback texts in the page (Playwright's locators pierce the shadow
+    roots marimo renders cell outputs in; ``inner_text`` of the body would not)."""
     found = [f"{selector} x{page.locator(selector).count()}" for selector in ERROR_SELECTORS
              if page.locator(selector).count()]
-    text = page.locator("body").inner_text()
-    found.extend(phrase for phrase in ERROR_TEXTS if phrase in text)
+    found.extend(phrase for phrase in ERROR_TEXTS if page.get_by_text(phrase).count())
     return found
+
+
+def has_text(page: Any, text: str, exact: bool = False) -> bool:
+    """Whether ``text`` is shown anywhere in the page, shadow roots included."""
+    return page.get_by_text(text, exact=exact).count() > 0
 
 
 def screenshot(page: Any, name: str, folder: Path) -> Path:

@@ -93,6 +93,18 @@ def test_unknown_task_id_names_the_row(tmp_path) -> None:
         score_predictions(tasks, read_predictions([tmp_path / "p.parquet"]))
 
 
+def test_completion_without_code_fails_hidden_tests() -> None:
+    """No ```rust block: hidden_ok is False (not null), so it stays in the pass@1 denominator."""
+    _benchmark(EXERCISM)
+    tasks = load_tasks(EXERCISM)
+    preds = pd.DataFrame({"model": "m", "task_id": tasks[0].task_id, "sample": [0, 1],
+                          "completion": ["I cannot solve this.", _fenced(tasks[0].reference_code)]})
+    results = score_predictions(tasks, preds)
+    assert results["hidden_ok"].tolist() == [False, True]
+    assert results.loc[0, "hidden_passed"] == 0 and not results.loc[0, "has_code"]
+    assert summarize(results)["m"].hidden_pass_at_1 == 0.5
+
+
 @pytest.mark.slow
 def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path) -> None:
     """All 95 reference solutions, every test including the #[ignore]d ones, score hidden pass."""
@@ -174,3 +186,29 @@ def test_tiny_model_end_to_end_scripts(tmp_path) -> None:
     assert summary["tiny"]["n"] == 8 and summary["tiny"]["n_tasks"] == 4
     assert set(summary["tiny"]["pass_at_k"]) == {"1", "2"}
     assert 0.0 <= summary["tiny"]["build_rate"] <= 1.0
+
+
+@pytest.mark.browser
+def test_notebook_form_in_the_browser(tmp_path) -> None:
+    """``marimo run eval.py``: fill the form, submit, and the comparison table and both charts render."""
+    from browser import chromium_page, free_port, page_errors, serve, wait_for_charts
+
+    rows = [r for r in _benchmark(EXERCISM) if r["stub_compiles_with_tests"]][:2]
+    for name, field in (("reference", "reference_solution"), ("stub", "stub")):
+        pd.DataFrame({"task_id": [r["task_id"] for r in rows],
+                      "completion": [_fenced(r[field]) for r in rows]}).to_parquet(tmp_path / f"{name}.parquet")
+    port = free_port()
+    argv = [sys.executable, "-m", "marimo", "run", "eval.py", "--headless", "--host", "127.0.0.1",
+            "--port", str(port)]
+    with serve(argv, port, tmp_path / "server.log") as server, chromium_page() as page:
+        page.goto(server.url)
+        page.wait_for_selector("text=Fill the form", timeout=60_000)
+        inputs = page.locator("input[type=text]")
+        for index, value in enumerate([str(EXERCISM), f"{tmp_path / 'reference.parquet'},{tmp_path / 'stub.parquet'}",
+                                       str(tmp_path / "out"), "1"]):
+            inputs.nth(index).fill(value)
+        page.get_by_role("button", name="Evaluate").click()
+        assert wait_for_charts(page, 2) >= 2
+        assert page.get_by_text("stub", exact=True).count() >= 1
+        assert page_errors(page) == []
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["reference"]["hidden_pass_at_1"] == 1.0

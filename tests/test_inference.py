@@ -190,3 +190,31 @@ def test_adapter_changes_outputs_and_merge_agrees(tiny, adapter, generator) -> N
     lora = [g.text for g in with_adapter.generate(prompts, GREEDY)]
     assert lora != base
     assert [g.text for g in merged.generate(prompts, GREEDY)] == lora
+
+
+@pytest.mark.browser
+def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
+    """``marimo run inference.py``: fill the form, submit, and the predictions file appears."""
+    import sys
+
+    from browser import chromium_page, free_port, page_errors, serve
+
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text("".join(json.dumps(t.to_row()) + "\n" for t in _tasks(2)))
+    port = free_port()
+    argv = [sys.executable, "-m", "marimo", "run", "inference.py", "--headless", "--host", "127.0.0.1",
+            "--port", str(port)]
+    with serve(argv, port, tmp_path / "server.log") as server, chromium_page() as page:
+        page.goto(server.url)
+        page.wait_for_selector("text=Fill the form", timeout=60_000)
+        inputs = page.locator("input[type=text]")
+        # model, adapter, tasks, out, name, n, temperature, top_p, max_new_tokens, ...
+        for index, value in {0: str(tiny), 2: str(tasks_file), 3: str(tmp_path / "ui.parquet"), 4: "ui-run",
+                             5: "2", 8: "8"}.items():
+            inputs.nth(index).fill(value)
+        page.get_by_role("button", name="Generate").click()
+        page.wait_for_selector("text=Wrote", timeout=120_000)
+        assert page_errors(page) == []
+    written = pd.read_parquet(tmp_path / "ui.parquet")
+    assert len(written) == 4 and set(written["model"]) == {"ui-run"}
+    assert set(written["max_new_tokens"]) == {8}

@@ -12,7 +12,7 @@ import pytest
 
 from rust_rewards.metrics import summarize
 from rust_rewards.report import Report
-from rust_rewards.report import TestCounts as Counts
+from rust_rewards.rewards import REWARD_FUNCS, rewards_from_report, weighted_total
 from rust_rewards.run_logs import (
     RunLogError,
     completion_table,
@@ -30,9 +30,11 @@ from rust_rewards.run_logs import (
     reward_series,
     top_error_codes,
 )
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.verifier import get_verifier
 
 REPO = Path(__file__).resolve().parents[1]
-REWARD_NAMES = ("build_reward", "clippy_reward", "test_reward")
+REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)
 
 GOOD = """Here is the solution.
 ```rust
@@ -92,28 +94,12 @@ mod tests {
 NO_CODE = "I cannot write Rust today."
 
 
-def _report(completion: str) -> Report:
-    """The verdict the verifier gives each of the fixed completions above."""
-    passed = Counts(passed=1, expected=1, summary_seen=True)
-    if completion == GOOD:
-        return Report(has_code=True, build_ok=True, clippy_ok=True, own_tests=passed, hidden_tests=passed)
-    if completion == CLIPPY:
-        return Report(has_code=True, build_ok=True, clippy_ok=False, own_tests=passed, hidden_tests=passed,
-                      clippy_warnings=("clippy::needless_return",),
-                      diagnostics="warning: unneeded `return` statement")
-    if completion == FAILING:
-        failed = Counts(failed=1, expected=1, summary_seen=True)
-        return Report(has_code=True, build_ok=True, clippy_ok=True, own_tests=failed, hidden_tests=failed,
-                      diagnostics="assertion `left == right` failed")
-    if completion == TYPE_ERROR:
-        return Report(has_code=True, error_codes=("E0308",), hidden_tests=Counts(expected=1),
-                      diagnostics="error[E0308]: mismatched types")
-    return Report(has_code=False)
+HIDDEN = HiddenTests(text="#[test]\nfn hidden_add() {\n    assert_eq!(add(1, 1), 2);\n}\n", shape="unit")
 
 
-def _rewards(report: Report) -> dict[str, float]:
-    return {"build_reward": float(report.build_ok), "clippy_reward": float(report.clippy_ok),
-            "test_reward": 2.0 * report.tests_ok}
+def verify(completions: list[str]) -> list[Report]:
+    """The real verifier's reports (cargo toolchain), every task with the same hidden test."""
+    return get_verifier().verify_many(completions, hidden=[HIDDEN] * len(completions))
 
 
 STEPS = {1: [TYPE_ERROR, TYPE_ERROR, NO_CODE, GOOD], 2: [TYPE_ERROR, CLIPPY, FAILING, GOOD],
@@ -127,11 +113,10 @@ def write_training_dir(out: Path, steps: dict[int, list[str]] = STEPS) -> Path:
     metric_lines = []
     for step, completions in steps.items():
         rows = []
-        for i, completion in enumerate(completions):
-            report = _report(completion)
-            rewards = _rewards(report)
+        for i, (completion, report) in enumerate(zip(completions, verify(completions), strict=True)):
+            rewards = rewards_from_report(report)
             rows.append({"step": step, "task_id": f"task_{i % 2}", "prompt": f"Write add #{i}",
-                         "completion": completion, "reward": sum(rewards.values()), **rewards,
+                         "completion": completion, "reward": weighted_total(rewards), **rewards,
                          **report.flat()})
         frame = pd.DataFrame(rows)
         (out / "completions").mkdir(exist_ok=True)
@@ -159,9 +144,9 @@ def write_eval_dir(out: Path, with_summary: bool = True) -> Path:
     rows = []
     for model, completions in (("base", [TYPE_ERROR, NO_CODE, GOOD, FAILING]),
                                ("grpo", [GOOD, GOOD, CLIPPY, TYPE_ERROR])):
-        for i, completion in enumerate(completions):
+        for i, (completion, report) in enumerate(zip(completions, verify(completions), strict=True)):
             rows.append({"model": model, "task_id": f"task_{i}", "sample": 0, "completion": completion,
-                         **_report(completion).flat()})
+                         **report.flat()})
     results = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     results.to_parquet(out / "results.parquet", index=False)
@@ -203,7 +188,9 @@ def test_error_codes_over_time(run_dir: Path) -> None:
 def test_filter_completions(run_dir: Path) -> None:
     completions = load_completions(run_dir)
     assert len(filter_completions(completions, steps=(2, 3))) == 8
-    assert len(filter_completions(completions, rewards=(3.5, 4.0))) == 4
+    best = float(completions["reward"].max())
+    top = filter_completions(completions, rewards=(best - 0.01, best + 0.01))
+    assert len(top) == 4 and set(top["verdict"]) == {"tests pass"}
     assert len(filter_completions(completions, error_code="E0308")) == 3
     assert len(filter_completions(completions, steps=(1, 1), error_code="none")) == 2
     table = completion_table(filter_completions(completions, error_code="E0308"))
@@ -224,7 +211,7 @@ def test_ema() -> None:
 def test_reward_series_is_tidy(run_dir: Path) -> None:
     series = reward_series(load_metrics(run_dir), smoothing=0.5)
     assert sorted(series["series"].unique()) == sorted(REWARD_NAMES)
-    assert len(series) == 9
+    assert len(series) == 3 * len(REWARD_NAMES)
     build = series[series["series"] == "build_reward"]
     assert build["value"].tolist() == pytest.approx([0.25, 0.75, 1.0])
     assert build["smoothed"].iloc[0] == pytest.approx(0.25)
@@ -297,6 +284,8 @@ def test_charts_have_data(run_dir: Path) -> None:
     assert series == {"entropy"}  # kl is not logged (beta = 0)
     assert viz.pass_rate_chart(run.completions).to_dict()["datasets"]
     assert viz.error_code_chart(run.completions).to_dict()["datasets"]
+    flat = run.metrics.assign(reward=0.0)
+    assert viz.reward_chart(flat, 0.5).to_dict()["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0.0, 1.0]
     empty = run.metrics[["step"]]
     assert viz.reward_chart(empty, 0.5) is None
     assert viz.error_code_chart(run.completions[run.completions["build_ok"]]) is None
@@ -347,6 +336,13 @@ def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
     assert "last_step: 3" in done.stdout
     assert "build pass: 1\n" in done.stdout and "clippy pass: 0.75" in done.stdout
     assert "E0308 (3)" in done.stdout
+    eval_dir = write_eval_dir(tmp_path / "eval")
+    done = _script("--run", str(run_dir), "--eval", str(eval_dir))
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert ["model", "n", "tasks", "build", "clippy", "test"] == lines[-3][:6]
+    assert [float(x) for x in lines[-2][1:4]] == [4, 4, 0.5] and lines[-2][0] == "base"
+    assert [float(x) for x in lines[-1][1:4]] == [4, 4, 0.75] and lines[-1][0] == "grpo"
     done = _script("--run", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "nothing to show" in done.stdout and "not a training run" in done.stdout

@@ -1,0 +1,342 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+with app.setup:
+    import dataclasses
+    import logging
+    import time
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
+
+    import altair as alt
+    import marimo as mo
+    import pandas as pd
+
+    from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
+    from rust_rewards.importers import load_tasks
+    from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, summarize
+    from rust_rewards.tasks import Task
+    from rust_rewards.verifier import configure_verifier, get_verifier
+
+    log = logging.getLogger("eval")
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Eval: score predictions with the training verifier
+
+    Every completion goes through exactly the verifier the rewards use (build, clippy, the model's own
+    tests, the task's hidden reference tests). Script:
+    `python eval.py --tasks T --predictions preds.parquet [--predictions other.parquet] --out DIR --k 1,5`.
+    """)
+    return
+
+
+@app.class_definition
+@dataclasses.dataclass
+class EvalParams:
+    """Every knob of an eval run (CLI flags use the same names; repeat --predictions or use commas)."""
+
+    tasks: str = "qwen3-rust-finetune/processed/eval.parquet"
+    predictions: list[str] = dataclasses.field(default_factory=list)
+    out: str = "qwen3-rust-finetune/eval"
+    k: list[int] = dataclasses.field(default_factory=lambda: [1, 5])
+    workers: int = 0
+    top: int = 10
+
+    def __post_init__(self) -> None:
+        if any(k < 1 for k in self.k):
+            raise ValueError(f"--k values must be >= 1, got {self.k}")
+
+
+@app.function
+def split_values(raw: str, value: Any, item: type) -> list[Any]:
+    values = value if isinstance(value, list) else str(value).split(",")
+    try:
+        return [item(str(v).strip()) for v in values if str(v).strip()]
+    except ValueError:
+        raise ValueError(f"--{raw}: expected comma-separated {item.__name__} values, got {value!r}") from None
+
+
+@app.function
+def params_from_mapping(values: Mapping[str, Any]) -> EvalParams:
+    """Fill ``EvalParams`` from CLI args or form values; unknown names and bad values raise."""
+    fields = {f.name for f in dataclasses.fields(EvalParams)}
+    kwargs: dict[str, Any] = {}
+    for raw, value in values.items():
+        key = str(raw).replace("-", "_")
+        if key not in fields:
+            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(fields))}")
+        if key == "predictions":
+            kwargs[key] = split_values(raw, value, str)
+        elif key == "k":
+            kwargs[key] = split_values(raw, value, int)
+        elif key in ("workers", "top"):
+            try:
+                kwargs[key] = int(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"--{raw}: expected an integer, got {value!r}") from None
+        else:
+            kwargs[key] = str(value)
+    return EvalParams(**kwargs)
+
+
+@app.function
+def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Predictions from parquet/jsonl files: columns model, task_id, sample, completion (+ origin).
+
+    ``model`` defaults to the file name without suffix; ``sample`` to the row's rank among rows of
+    the same (model, task_id). ``origin`` says ``file:row`` (1-based) for error messages.
+    """
+    if not paths:
+        raise ValueError("no predictions file given (--predictions PATH)")
+    frames = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise FileNotFoundError(f"predictions file not found: {path}")
+        if path.suffix == ".parquet":
+            df = pd.read_parquet(path)
+        elif path.suffix in (".jsonl", ".json"):
+            df = pd.read_json(path, lines=path.suffix == ".jsonl", dtype=False)
+        else:
+            raise ValueError(f"{path}: predictions must be .parquet, .jsonl or .json")
+        missing = [c for c in ("task_id", "completion") if c not in df.columns]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
+        df = df.reset_index(drop=True)
+        df["origin"] = [f"{path}:{i + 1}" for i in range(len(df))]
+        if "model" not in df.columns:
+            df["model"] = path.name.removesuffix(path.suffix)
+        nulls = df[df["completion"].isna() | df["task_id"].isna() | df["model"].isna()]
+        if not nulls.empty:
+            raise ValueError(f"{nulls['origin'].iloc[0]}: null task_id, model or completion")
+        df["task_id"] = df["task_id"].astype(str)
+        df["model"] = df["model"].astype(str)
+        if "sample" not in df.columns:
+            df["sample"] = df.groupby(["model", "task_id"]).cumcount()
+        frames.append(df[["model", "task_id", "sample", "completion", "origin"]])
+    preds = pd.concat(frames, ignore_index=True)
+    try:
+        preds["sample"] = preds["sample"].astype(int)
+    except (TypeError, ValueError):
+        raise ValueError("column 'sample' must hold integers") from None
+    dup = preds[preds.duplicated(["model", "task_id", "sample"], keep=False)]
+    if not dup.empty:
+        first = dup.iloc[0]
+        rows = ", ".join(dup[(dup["model"] == first["model"]) & (dup["task_id"] == first["task_id"])
+                             & (dup["sample"] == first["sample"])]["origin"])
+        raise ValueError(
+            f"duplicate prediction (model={first['model']!r}, task_id={first['task_id']!r},"
+            f" sample={first['sample']}) at {rows}: give each file its own model name"
+        )
+    return preds
+
+
+@app.function
+def score_predictions(
+    tasks: Sequence[Task], predictions: pd.DataFrame,
+    progress: Callable[[int, int], None] | bool = False, workers: int = 0,
+) -> pd.DataFrame:
+    """Verify every prediction against its task's hidden tests: one row per completion.
+
+    Columns: model, task_id, sample, completion, every key of ``Report.flat()``, internal_error.
+    A completion without code scores ``hidden_ok=False`` on a task with hidden tests (never null, so it
+    stays in the pass@k denominator). An unknown task id raises, naming the prediction row.
+    ``workers`` > 0 replaces the process-wide verifier with one of that many workers (0: the shared
+    default, one worker per core).
+    """
+    by_id = {t.task_id: t for t in tasks}
+    unknown = predictions[~predictions["task_id"].isin(by_id)]
+    if not unknown.empty:
+        row = unknown.iloc[0]
+        where = row["origin"] if "origin" in row else f"row {unknown.index[0]}"
+        raise KeyError(
+            f"{where}: task_id {row['task_id']!r} is not in the tasks file"
+            f" ({len(unknown)} prediction(s) with unknown task ids)"
+        )
+    hidden = {tid: task.hidden_tests() for tid, task in by_id.items()}
+    verifier = configure_verifier(workers=workers) if workers > 0 else get_verifier()
+    reports = verifier.verify_many(
+        predictions["completion"].tolist(),
+        hidden=[hidden[tid] for tid in predictions["task_id"]],
+        progress=progress,
+    )
+    rows = []
+    for report, tid in zip(reports, predictions["task_id"], strict=True):
+        row = {**report.flat(), "internal_error": report.internal_error}
+        if hidden[tid] is not None and row["hidden_ok"] is None:
+            row.update(hidden_ok=False, hidden_passed=0)  # no code: the task's hidden tests count as failed
+        rows.append(row)
+    flat = pd.DataFrame(rows, index=predictions.index)
+    crashed = int((flat["internal_error"] != "").sum())
+    if crashed:
+        log.warning("the verifier failed internally on %d completion(s): see column internal_error", crashed)
+    base = predictions[["model", "task_id", "sample", "completion"]]
+    return pd.concat([base, flat], axis=1).reset_index(drop=True)
+
+
+@app.function
+def write_outputs(out: str | Path, results: pd.DataFrame, summaries: dict[str, ModelSummary]) -> None:
+    """``out/results.parquet`` and ``out/summary.json``, each written atomically."""
+    out = Path(out)
+    write_parquet_atomic(results, out / "results.parquet")
+    write_json_atomic({model: s.to_dict() for model, s in summaries.items()}, out / "summary.json")
+
+
+@app.function
+def run_eval(
+    params: EvalParams, progress: Callable[[int, int], None] | bool = False
+) -> tuple[pd.DataFrame, dict[str, ModelSummary]]:
+    """Load tasks and predictions, verify, summarize per model, write the outputs."""
+    tasks = load_tasks(params.tasks)
+    predictions = read_predictions(params.predictions)
+    began = time.perf_counter()
+    results = score_predictions(tasks, predictions, progress=progress, workers=params.workers)
+    log.info("verified %d completions in %.1f s", len(results), time.perf_counter() - began)
+    summaries = summarize(results, params.k, params.top)
+    write_outputs(params.out, results, summaries)
+    return results, summaries
+
+
+@app.function
+def rates_chart(summaries: dict[str, ModelSummary]) -> alt.LayerChart:
+    """Build/clippy/test rates, hidden pass@1 and hack flags per model, with 95% intervals."""
+    data = long_metrics(summaries)
+    data = data[~data["metric"].str.startswith("pass@")]
+    base = alt.Chart(data).encode(
+        x=alt.X("metric:N", title=None, sort=None),
+        xOffset="model:N",
+        color=alt.Color("model:N"),
+    )
+    bars = base.mark_bar().encode(
+        y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["model", "metric", alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")],
+    )
+    return (bars + base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")).properties(width=480, height=260)
+
+
+@app.function
+def pass_at_k_chart(summaries: dict[str, ModelSummary]) -> alt.LayerChart:
+    """Hidden-test pass@k per model against k, with task-bootstrap 95% intervals."""
+    data = long_metrics(summaries)
+    data = data[data["metric"].str.startswith("pass@")].copy()
+    data["k"] = data["metric"].str.removeprefix("pass@").astype(int)
+    base = alt.Chart(data).encode(x=alt.X("k:O", title="k"), color="model:N")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("value:Q", title="hidden pass@k", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["model", "k", alt.Tooltip("value:Q", format=".3f")],
+    )
+    return (line + base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")).properties(width=320, height=260)
+
+
+@app.function
+def log_progress(done: int, total: int) -> None:
+    """Script-mode progress: a log line every 10% (and at the end)."""
+    step = max(1, total // 10)
+    if done == total or done % step == 0:
+        log.info("verified %d/%d", done, total)
+
+
+@app.cell
+def _():
+    defaults = EvalParams()
+    form = (
+        mo.md(
+            """
+            **Tasks file** {tasks}
+
+            **Predictions** (comma-separated parquet/jsonl files) {predictions}
+
+            **Output folder** {out} {k} {workers} {top}
+            """
+        )
+        .batch(
+            tasks=mo.ui.text(value=defaults.tasks, full_width=True),
+            predictions=mo.ui.text(value="", full_width=True),
+            out=mo.ui.text(value=defaults.out, full_width=True),
+            k=mo.ui.text(value=",".join(map(str, defaults.k)), label="k values"),
+            workers=mo.ui.number(start=0, stop=512, value=defaults.workers, label="workers (0 = all cores)"),
+            top=mo.ui.number(start=1, stop=100, value=defaults.top, label="top error codes / lints"),
+        )
+        .form(submit_button_label="Evaluate")
+    )
+    form
+    return (form,)
+
+
+@app.cell
+def _(form):
+    if mo.app_meta().mode == "script":
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        params = params_from_mapping(mo.cli_args())
+    else:
+        mo.stop(form.value is None, mo.md("Fill the form and press **Evaluate**."))
+        params = params_from_mapping(form.value)
+    params
+    return (params,)
+
+
+@app.cell
+def _(params):
+    if mo.app_meta().mode == "script":
+        results, summaries = run_eval(params, progress=log_progress)
+    else:
+        with mo.status.progress_bar(total=1, title="Verifying", remove_on_exit=True) as bar:
+            seen = {"done": 0}
+
+            def _progress(done: int, total: int) -> None:
+                bar.total = max(total, 1)
+                bar.update(increment=done - seen["done"])
+                seen["done"] = done
+
+            results, summaries = run_eval(params, progress=_progress)
+    mo.md(f"Wrote `{Path(params.out) / 'results.parquet'}` and `{Path(params.out) / 'summary.json'}`")
+    return results, summaries
+
+
+@app.cell
+def _(summaries):
+    mo.vstack([
+        mo.md("## Side by side"),
+        mo.ui.table(comparison_table(summaries).round(4), selection=None),
+        mo.hstack([
+            mo.ui.altair_chart(rates_chart(summaries)),
+            mo.ui.altair_chart(pass_at_k_chart(summaries)),
+        ]),
+    ])
+    return
+
+
+@app.cell
+def _(summaries):
+    mo.vstack([
+        mo.md("## Most frequent compiler errors and clippy lints (completions showing each)"),
+        mo.hstack([
+            mo.ui.table(pd.DataFrame(
+                [(m, code, n) for m, s in summaries.items() for code, n in s.top_error_codes],
+                columns=["model", "error code", "completions"]), selection=None),
+            mo.ui.table(pd.DataFrame(
+                [(m, lint, n) for m, s in summaries.items() for lint, n in s.top_clippy_lints],
+                columns=["model", "clippy lint", "completions"]), selection=None),
+        ]),
+    ])
+    return
+
+
+@app.cell
+def _(results):
+    mo.vstack([
+        mo.md("## Results"),
+        mo.ui.table(results.drop(columns=["diagnostics"]), page_size=10),
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,182 @@
+"""The dashboard and the editor as a person sees them: Debian's chromium driven by Playwright.
+
+The dashboard shows a real tiny training run (``train.py --preset tiny --max-steps 2``) and an eval dir
+scored by eval.py's own functions with the real verifier. Screenshots land in pytest's tmp path and in
+``screenshots/`` (gitignored) for humans.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from browser import (
+    REPO,
+    chromium_page,
+    free_port,
+    has_text,
+    page_errors,
+    require_chromium,
+    screenshot,
+    serve,
+    wait_for_charts,
+)
+
+from rust_rewards.run_logs import inspect_run, load_run
+from rust_rewards.tasks import Task
+
+pytestmark = pytest.mark.browser
+
+TOKEN = "browser-test-token-5521"
+HIDDEN = "#[test]\nfn hidden_add() {\n    assert_eq!(add(2, 2), 4);\n}\n"
+GOOD = ("```rust\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n"
+        "    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n```\n")
+BROKEN = "```rust\npub fn add(a: i32, b: i32) -> i32 {\n    a + \"b\"\n}\n```\n"
+LINTED = "```rust\npub fn add(a: i32, b: i32) -> i32 {\n    return a + b;\n}\n```\n"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    return require_chromium()
+
+
+@pytest.fixture(scope="session")
+def tiny_run(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real two-step GRPO run of the tiny local model (train.py as a script)."""
+    out = tmp_path_factory.mktemp("tiny-run") / "out"
+    done = subprocess.run(
+        [sys.executable, "train.py", "--preset", "tiny", "--max-steps", "2", "--output-dir", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"train.py failed with {done.returncode}:\n{(done.stdout + done.stderr)[-4000:]}")
+    state = inspect_run(out)
+    assert state.ok, state.message
+    return out
+
+
+@pytest.fixture(scope="session")
+def eval_dir(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An eval dir written by eval.py's functions: two models scored by the real verifier."""
+    from eval import score_predictions, write_outputs
+    from rust_rewards.metrics import summarize
+
+    tasks = [Task(task_id=f"add_{i}", prompt="Write `pub fn add(a: i32, b: i32) -> i32`.",
+                  reference_tests=HIDDEN, test_shape="unit") for i in range(3)]
+    predictions = pd.DataFrame([
+        {"model": model, "task_id": f"add_{i}", "sample": 0, "completion": completion}
+        for model, completions in (("base", [BROKEN, LINTED, GOOD]), ("grpo", [GOOD, GOOD, LINTED]))
+        for i, completion in enumerate(completions)
+    ])
+    results = score_predictions(tasks, predictions)
+    out = tmp_path_factory.mktemp("eval") / "eval"
+    write_outputs(out, results, summarize(results))
+    return out
+
+
+def _dashboard(run: Path, eval_dir: Path | None, port: int) -> list[str]:
+    argv = [str(REPO / ".venv" / "bin" / "marimo") if (REPO / ".venv" / "bin" / "marimo").exists()
+            else "marimo", "run", "viz.py", "--port", str(port), "--host", "127.0.0.1", "--headless",
+            "--", "--run", str(run)]
+    return argv + (["--eval", str(eval_dir)] if eval_dir else [])
+
+
+def _assert_clean(page: Any) -> None:
+    assert page_errors(page) == []
+    assert page.console_errors == []
+
+
+def _set_run_dir(page: Any, path: Path) -> None:
+    """Type a new run directory into the dashboard's text field (marimo commits it on Enter)."""
+    field = page.locator("input[type='text']").first
+    field.fill(str(path))
+    field.press("Enter")
+
+
+def test_dashboard_shows_a_real_training_run(chromium: Path, tiny_run: Path, eval_dir: Path,
+                                             tmp_path: Path) -> None:
+    run = load_run(tiny_run)
+    port = free_port()
+    argv = [*_dashboard(tiny_run, eval_dir, port), "--refresh", "5s"]
+    with serve(argv, port, tmp_path / "viz.log") as server, chromium_page(1400, 5200) as page:
+        page.goto(server.url)
+        # training: reward, reward functions, length, clipped, entropy, time, share, pass rates; eval: rates
+        charts = wait_for_charts(page, 9)
+        page.get_by_text("Summary per model").wait_for(timeout=60_000)
+        for heading in ("Rewards", "Completions and policy", "Verdicts of sampled completions", "Eval comparison"):
+            assert has_text(page, heading, exact=True), heading
+        for text in (f"{len(run.completions)} of {len(run.completions)} completions", "last step"):
+            assert has_text(page, text), text
+        _assert_clean(page)
+        screenshot(page, "dashboard", tmp_path)
+
+        page.locator("tbody tr").first.get_by_role("checkbox").click()
+        page.get_by_text("Compiled code").wait_for(timeout=30_000)
+        page.get_by_text("Diagnostics", exact=True).wait_for(timeout=30_000)
+        page.wait_for_timeout(8_000)  # auto-refresh ticks with nothing new: the selection stays
+        assert has_text(page, "Compiled code")
+        _assert_clean(page)
+        screenshot(page, "dashboard-selected-completion", tmp_path)
+    assert charts >= 9
+
+
+def test_dashboard_explains_empty_folders_then_follows_the_run(chromium: Path, tiny_run: Path,
+                                                               tmp_path: Path) -> None:
+    not_a_run = tmp_path / "not-a-run"
+    not_a_run.mkdir()
+    (not_a_run / "notes.txt").write_text("nothing here")
+    starting = tmp_path / "starting"
+    starting.mkdir()
+    shutil.copyfile(tiny_run / "params.json", starting / "params.json")
+    port = free_port()
+    argv = [*_dashboard(not_a_run, None, port), "--refresh", "5s"]
+    with serve(argv, port, tmp_path / "viz.log") as server, chromium_page(1400, 900) as page:
+        page.goto(server.url)
+        page.get_by_text("Not a training run.").wait_for(timeout=60_000)
+        _assert_clean(page)
+        screenshot(page, "dashboard-not-a-run", tmp_path)
+
+        _set_run_dir(page, starting)
+        page.get_by_text("No logs yet.").wait_for(timeout=60_000)
+        _assert_clean(page)
+        assert page.locator("marimo-vega").count() == 0
+        screenshot(page, "dashboard-no-logs-yet", tmp_path)
+
+        # training writes its first steps: the periodic refresh picks them up without a reload
+        shutil.copytree(tiny_run / "completions", starting / "completions")
+        shutil.copyfile(tiny_run / "metrics.jsonl", starting / "metrics.jsonl")
+        wait_for_charts(page, 3, timeout=60)
+        page.get_by_text("last step").wait_for(timeout=30_000)
+        assert not has_text(page, "No logs yet.")
+        _assert_clean(page)
+
+
+def test_editor_asks_for_the_token(chromium: Path, tmp_path: Path) -> None:
+    port = free_port()
+    env = {"MARIMO_PORT": str(port), "MARIMO_HOST": "127.0.0.1", "MARIMO_TOKEN": TOKEN}
+    with serve(["bash", str(REPO / "start_marimo.sh")], port, tmp_path / "editor.log", env=env) as server, \
+            chromium_page(1400, 900) as page:
+        page.goto(server.url)
+        page.locator("input[type='password']").wait_for(timeout=30_000)
+        assert "/auth/login" in page.url
+        assert not has_text(page, "viz.py")
+        screenshot(page, "editor-login", tmp_path)
+
+        page.locator("input[type='password']").fill(TOKEN)
+        page.locator("input[type='password']").press("Enter")
+        page.get_by_text("Workspace").wait_for(timeout=60_000)
+        for notebook in ("process_data.py", "train.py", "inference.py", "eval.py", "viz.py"):
+            page.get_by_text(notebook, exact=True).first.wait_for(timeout=30_000)
+        _assert_clean(page)
+        screenshot(page, "editor-home", tmp_path)
+
+        page.goto(f"{server.url}/?file=viz.py")
+        page.locator(".cm-editor").first.wait_for(timeout=60_000)
+        assert has_text(page, "class VizParams")
+        _assert_clean(page)
+        screenshot(page, "editor-notebook", tmp_path)

@@ -1,0 +1,278 @@
+"""train.py on CPU with the tiny local model and the real cargo-backed rewards.
+
+One 2-step run is shared by the output, resume and adapter tests (module fixture); the logging path is
+also checked directly with completions that cargo really compiles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
+from transformers.integrations import WandbCallback
+
+from rust_rewards.report import Report
+from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
+from rust_rewards.tasks import Task
+from rust_rewards.tiny_model import build_tiny_model
+from rust_rewards.train_logging import RewardRecorder, RunLogCallback, format_log_line
+from train import (
+    TrainParams,
+    build_trainer,
+    find_checkpoint,
+    grpo_config,
+    params_from_mapping,
+    preset_params,
+    resolve_params,
+    run_training,
+    select_rewards,
+    task_reports,
+    upload_to_oxen,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+REWARD_NAMES = [f.__name__ for f in REWARD_FUNCS]
+FLAT_KEYS = list(Report(has_code=False).flat())
+TASKS = [
+    Task("add", "Write `pub fn add(a: i32, b: i32) -> i32` that returns the sum.",
+         "pub fn add(a: i32, b: i32) -> i32 { a + b }",
+         "#[test]\nfn adds() { assert_eq!(add(2, 3), 5); }", "unit"),
+    Task("rev", "Write `pub fn rev(s: &str) -> String` that reverses a string.",
+         "pub fn rev(s: &str) -> String { s.chars().rev().collect() }",
+         "#[test]\nfn reverses() { assert_eq!(rev(\"ab\"), \"ba\"); }", "unit"),
+    Task("sq", "Write `pub fn sq(x: i64) -> i64` that squares x.", "pub fn sq(x: i64) -> i64 { x * x }"),
+    Task("max", "Write `pub fn max_of(v: &[i32]) -> Option<i32>`.",
+         "pub fn max_of(v: &[i32]) -> Option<i32> { v.iter().copied().max() }",
+         "#[test]\nfn finds() { assert_eq!(max_of(&[1, 3]), Some(3)); }", "unit"),
+]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("train")
+
+
+@pytest.fixture(scope="module")
+def tasks_file(workdir) -> Path:
+    path = workdir / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t.to_row()) + "\n" for t in TASKS))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(workdir) -> Path:
+    return build_tiny_model(workdir / "tiny-model")
+
+
+def tiny_params(out: Path, tasks_file: Path, tiny_dir: Path, **overrides) -> TrainParams:
+    return params_from_mapping({"preset": "tiny", "output-dir": str(out), "data": str(tasks_file),
+                                "model": str(tiny_dir), **overrides})
+
+
+@pytest.fixture(scope="module")
+def run(workdir, tasks_file, tiny_dir):
+    """One tiny 2-step run (progress lines collected) shared by the tests below."""
+    lines: list[str] = []
+    params = tiny_params(workdir / "run", tasks_file, tiny_dir, max_steps=2, save_steps=2)
+    result = run_training(params, progress=lambda s, m, logs: lines.append(format_log_line(s, m, logs)))
+    return result, lines
+
+
+def test_presets_and_cli_values():
+    real = preset_params("real")
+    assert (real.model, real.num_generations, real.max_completion_length) == (
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct", 8, 768)
+    assert (real.lora_r, real.lora_alpha, real.lora_dropout, real.lora_target_modules) == (16, 64, 0.05, "all-linear")
+    assert (real.lr, real.beta, real.temperature, real.max_grad_norm) == (2e-5, 0.0, 1.0, 0.1)
+    assert (real.per_device_train_batch_size, real.gradient_accumulation_steps, real.prompts_per_step()) == (8, 4, 4)
+    assert real.gradient_checkpointing and real.lr_scheduler_type == "cosine" and real.warmup_ratio == 0.1
+    tiny = preset_params("tiny")
+    assert tiny.build_tiny_model and tiny.num_generations == 4 and tiny.max_completion_length == 64
+    assert 2 <= tiny.prompts_per_step() <= 4
+
+    p = params_from_mapping({"preset": "real", "max-steps": 3, "lr": 1e-5, "loss_type": "grpo", "resume": "",
+                             "wandb": "", "bf16": "auto", "use-vllm": "false", "run-name": 7})
+    assert (p.preset, p.max_steps, p.lr, p.loss_type, p.resume, p.wandb) == ("real", 3, 1e-5, "grpo", "yes", True)
+    assert (p.bf16, p.use_vllm, p.run_name, p.num_generations) == (None, False, "7", 8)
+    assert params_from_mapping({}).preset == "tiny"
+    with pytest.raises(ValueError, match="--max_stepz"):
+        params_from_mapping({"max-stepz": 2})
+    with pytest.raises(ValueError, match="--max_steps: expected int"):
+        params_from_mapping({"max-steps": "many"})
+    with pytest.raises(ValueError, match="--wandb: expected true/false"):
+        params_from_mapping({"wandb": "maybe"})
+    with pytest.raises(ValueError, match="unknown preset"):
+        params_from_mapping({"preset": "huge"})
+
+
+def test_real_preset_config_on_this_machine():
+    p = resolve_params(params_from_mapping({"preset": "real"}))
+    if not torch.cuda.is_available():
+        assert (p.bf16, p.use_cpu, p.use_vllm) == (False, True, False)
+    cfg = grpo_config(p, [1.0] * len(REWARD_NAMES))
+    assert (cfg.num_generations, cfg.max_completion_length, cfg.learning_rate, cfg.beta) == (8, 768, 2e-5, 0.0)
+    assert cfg.generation_batch_size == 32 and cfg.steps_per_generation == 4
+    assert cfg.loss_type == "dapo" and cfg.scale_rewards == "group" and cfg.warmup_steps == 0.1
+    assert cfg.gradient_checkpointing and cfg.max_grad_norm == 0.1 and cfg.report_to == []
+    with pytest.raises(ValueError, match="multiple of num_generations"):
+        resolve_params(params_from_mapping({"preset": "real", "num-generations": 3}))
+    with pytest.raises(ValueError, match="--reward-weights"):
+        select_rewards(dataclasses.replace(p, reward_weights="build_reward=x"))
+
+
+def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
+    result, lines = run
+    out = result.output_dir
+    assert result.global_step == 2 and result.resumed_from is None
+    assert (out / "checkpoint-2" / "adapter_model.safetensors").is_file()
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+
+    params = json.loads((out / "params.json").read_text())
+    assert params["max_steps"] == 2 and params["data"] == str(tasks_file) and params["use_cpu"] is True
+    assert set(params["derived"]["reward_weights"]) == set(REWARD_NAMES)
+
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    for row in rows:
+        for name in REWARD_NAMES:
+            assert f"rewards/{name}/mean" in row
+        assert row["step_time"] > 0 and row["reward_time"] > 0
+        assert row["reward_share"] == pytest.approx(row["reward_time"] / row["step_time"])
+        assert {"reward", "reward_std", "completions/mean_length", "learning_rate", "entropy"} <= set(row)
+    assert len(lines) == 3 and lines[0].startswith("step 1/2 | reward") and lines[-1].startswith("done: 2 steps")
+
+    for step in (1, 2):
+        frame = pd.read_parquet(out / "completions" / f"step_{step:06d}.parquet")
+        assert len(frame) == 8 and set(frame["step"]) == {step}
+        assert set(frame["task_id"]) <= {t.task_id for t in TASKS} and frame["task_id"].nunique() == 2
+        assert sorted(frame["sample"]) == [0, 0, 1, 1, 2, 2, 3, 3]
+        assert {"prompt", "completion", "reward", *REWARD_NAMES, *FLAT_KEYS} <= set(frame.columns)
+        prompts = {t.task_id: t.prompt for t in TASKS}
+        assert all(prompts[t] == p for t, p in zip(frame["task_id"], frame["prompt"], strict=True))
+        assert frame["completion"].str.len().gt(0).all()
+        totals = frame[REWARD_NAMES].fillna(0).sum(axis=1)
+        assert frame["reward"].fillna(0).tolist() == pytest.approx(totals.tolist())
+
+
+def test_resume_continues_from_checkpoint(run, tasks_file, tiny_dir):
+    out = run[0].output_dir
+    with pytest.raises(FileExistsError, match="checkpoint-2"):
+        find_checkpoint(out, "no")
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        find_checkpoint(out / "nothing-here", "yes")
+
+    result = run_training(tiny_params(out, tasks_file, tiny_dir, max_steps=3, save_steps=2), progress=None)
+    assert result.resumed_from == str(out / "checkpoint-2") and result.global_step == 3
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3 and [h["step"] for h in state["log_history"] if "loss" in h] == [1, 2, 3]
+    assert (out / "completions" / "step_000003.parquet").is_file()
+    assert json.loads((out / "params.json").read_text())["derived"]["resumed_from"].endswith("checkpoint-2")
+
+
+def test_adapter_reloads_and_generates(run, tiny_dir):
+    from peft import PeftModel
+
+    adapter = run[0].adapter_dir
+    assert (adapter / "adapter_config.json").is_file()
+    assert json.loads((adapter / "adapter_config.json").read_text())["r"] == 16
+    base = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    model = PeftModel.from_pretrained(base, adapter)
+    assert any("lora_A" in name for name, _ in model.named_parameters())
+    tok = AutoTokenizer.from_pretrained(adapter)
+    enc = tok.apply_chat_template([{"role": "user", "content": "Reverse a string."}], add_generation_prompt=True,
+                                  return_dict=True, return_tensors="pt")
+    out = model.generate(**enc, max_new_tokens=5, min_new_tokens=5, do_sample=False)
+    assert out.shape[1] == enc["input_ids"].shape[1] + 5
+
+
+GOOD = ("```rust\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n"
+        "    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n```")
+BAD = "```rust\npub fn add(a: i32, b: i32) -> i32 {\n    \"a + b\"\n}\n```"
+
+
+def test_logging_with_real_cargo_verdicts(tmp_path):
+    """The recorder and the log callback on completions cargo really builds (one good, one broken)."""
+    recorder = RewardRecorder(ASYNC_REWARD_FUNCS)
+    assert [f.__name__ for f in recorder.wrapped] == REWARD_NAMES
+    assert all(asyncio.iscoroutinefunction(f) for f in recorder.wrapped)
+    row = TASKS[0].to_row()
+    columns = {k: [row[k]] * 2 for k in ("task_id", "reference_tests", "test_shape", "crate_name", "edition",
+                                          "extra_files", "test_release")}
+    completions = [[{"role": "assistant", "content": GOOD}], [{"role": "assistant", "content": BAD}]]
+    prompts = [[{"role": "user", "content": TASKS[0].prompt}]] * 2
+    logged: dict[str, float] = {}
+
+    async def score_all():
+        return await asyncio.gather(*(f(prompts=prompts, completions=completions, completion_ids=[[1], [2]],
+                                        log_metric=logged.__setitem__, log_extra=None, trainer_state=None,
+                                        **columns) for f in recorder.wrapped))
+
+    scores = dict(zip(REWARD_NAMES, asyncio.run(score_all()), strict=True))
+    assert scores["build_reward"] == [1.0, 0.0] and scores["hidden_test_reward"] == [2.0, 0.0]
+    assert logged["reward_time"] > 0 and {f"reward_time/{n}" for n in REWARD_NAMES} <= set(logged)
+
+    weights = {name: 1.0 for name in REWARD_NAMES} | {"test_reward": 2.0}
+    callback = RunLogCallback(tmp_path, recorder, weights, task_reports)
+    state = TrainerState(global_step=5)
+    callback.on_step_end(None, state, TrainerControl())
+    frame = pd.read_parquet(tmp_path / "completions" / "step_000005.parquet")
+    assert frame["build_ok"].tolist() == [True, False] and frame["tests_ok"].tolist() == [True, False]
+    assert frame["hidden_ok"].tolist() == [True, False] and frame["hidden_total"].tolist() == [1, 1]
+    assert "E0308" in list(frame["error_codes"][1])
+    expected = sum(weights[n] * scores[n][0] for n in REWARD_NAMES)
+    assert frame["reward"].tolist() == pytest.approx([expected, 0.0])
+    assert frame["completion"][0] == GOOD and frame["prompt"][0] == TASKS[0].prompt
+
+    logs = {"loss": 0.5, "step_time": 4.0, "reward_time": 1.0, "rewards/build_reward/mean": 0.5}
+    callback.on_log(None, state, TrainerControl(), logs=logs)
+    line = json.loads((tmp_path / "metrics.jsonl").read_text())
+    assert line["step"] == 5 and line["reward_share"] == 0.25 and logs["reward_share"] == 0.25
+    assert "build 0.50" in format_log_line(5, 10, logs) and "(rewards 25%)" in format_log_line(5, 10, logs)
+
+
+def test_wandb_sees_reward_share(tasks_file, tiny_dir, tmp_path, monkeypatch):
+    """Our log callback runs before wandb's (it adds reward_share to the logs wandb receives)."""
+    from transformers import PrinterCallback
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    p = resolve_params(tiny_params(tmp_path / "out", tasks_file, tiny_dir, wandb=True))
+    trainer = build_trainer(p, TASKS)
+    kinds = [type(cb) for cb in trainer.callback_handler.callbacks]
+    assert kinds.index(RunLogCallback) < kinds.index(WandbCallback)
+    assert PrinterCallback not in kinds
+    names = [f.__name__ for f in trainer.reward_funcs]
+    assert names == REWARD_NAMES and trainer.args.report_to == ["wandb"]
+
+
+def test_script_mode_cli_with_offline_wandb(workdir, tasks_file, tiny_dir):
+    out = workdir / "cli-run"
+    data = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+    args = [sys.executable, str(ROOT / "train.py"), "--preset", "tiny", "--max-steps", "2", "--output-dir", str(out),
+            "--model", str(tiny_dir), "--wandb"]
+    if not data.is_file():
+        args += ["--data", str(tasks_file)]
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(workdir), "WANDB_SILENT": "true"}
+    proc = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "step 2/2 | reward" in proc.stdout and "done: 2 steps" in proc.stdout
+    assert json.loads((out / "params.json").read_text())["wandb"] is True
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert list((workdir / "wandb").glob("offline-run-*"))
+
+
+def test_oxen_upload_failure_only_warns(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("OXEN_CONFIG_DIR", str(tmp_path))
+    with pytest.warns(UserWarning, match="Oxen upload to nobody/nothing"):
+        error = upload_to_oxen(run[0].output_dir, "nobody/nothing", "runs/test")
+    assert error and "nobody/nothing" in error

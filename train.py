@@ -1,0 +1,626 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+with app.setup:
+    import dataclasses
+    import importlib.util
+    import json
+    import os
+    import shutil
+    import typing
+    import warnings
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path, PurePosixPath
+    from typing import Any
+
+    import marimo as mo
+
+    from rust_rewards.atomic import write_json_atomic
+    from rust_rewards.importers import load_tasks
+    from rust_rewards.prompts import chat_messages
+    from rust_rewards.report import Report
+    from rust_rewards.tasks import Task
+    from rust_rewards.tiny_model import build_tiny_model
+    from rust_rewards.train_logging import (
+        METRICS_FILE,
+        TASK_KWARGS,
+        ProgressCallback,
+        RewardRecorder,
+        RunLogCallback,
+        format_log_line,
+    )
+
+    ROOT = Path(__file__).resolve().parent
+    REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    PRESETS = ("tiny", "real")
+    RESUME_CHOICES = ("auto", "yes", "no")
+    FORM_GROUPS = {
+        "Model and data": ["model", "build_tiny_model", "data", "data_split", "max_tasks"],
+        "Run": ["output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed"],
+        "Optimizer": ["lr", "lr_scheduler_type", "warmup_ratio", "weight_decay", "adam_beta2", "max_grad_norm"],
+        "GRPO": ["beta", "loss_type", "scale_rewards", "num_generations", "max_completion_length", "temperature",
+                 "top_p", "per_device_train_batch_size", "gradient_accumulation_steps"],
+        "LoRA": ["lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"],
+        "Rewards": ["rewards", "reward_weights"],
+        "Hardware": ["bf16", "use_cpu", "gradient_checkpointing", "use_vllm", "vllm_gpu_memory_utilization",
+                     "torch_threads"],
+        "Checkpoints and logs": ["save_steps", "save_total_limit", "logging_steps", "completions_every", "wandb",
+                                 "wandb_project", "oxen_repo", "oxen_dest"],
+    }
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Train: GRPO + LoRA with cargo as the judge
+
+    TRL's `GRPOTrainer` samples `num_generations` completions per task prompt, the reward functions
+    of `rust_rewards.rewards` score them with the Rust toolchain, and a LoRA adapter learns from the
+    group-relative advantages. Two presets: **tiny** (a random 0.4M-parameter Qwen2 built locally,
+    CPU, seconds per step: a smoke test of the whole loop) and **real** (Qwen2.5-Coder-1.5B-Instruct
+    on a GPU). Script: `python train.py --preset tiny --max-steps 2 --output-dir outputs/t`.
+    Outputs: `params.json`, `metrics.jsonl`, `completions/step_NNNNNN.parquet`, `checkpoint-N/`,
+    `adapter/`; a rerun with the same `--output-dir` resumes from its last checkpoint.
+    """)
+    return
+
+
+@app.class_definition
+@dataclasses.dataclass
+class TrainParams:
+    """Every knob of a training run. CLI flags use the same names with - or _ (``--max-steps 2``).
+
+    The defaults are the ``real`` preset; ``preset_params("tiny")`` overrides a few of them.
+    ``None`` means "decide from the hardware" (bf16 and vLLM on CUDA, CPU otherwise).
+
+    Choices that differ from the published run or from TRL's defaults:
+    ``num_generations=8`` (published: 4): a larger group gives a less noisy group-relative baseline
+    and fewer all-equal groups (zero advantage, no signal). ``lr=2e-5``: TRL's 1e-6 default is meant
+    for full fine-tuning; a LoRA adapter starts at zero and needs a larger step (published: 5e-6 with
+    the same LoRA), while ``max_grad_norm=0.1`` still bounds each update. ``loss_type="dapo"`` and
+    ``beta=0.0`` are TRL 1.16's defaults (no reference model, token-level loss). ``per_device_train_batch_size``
+    counts completions: 8 x 4 accumulation steps = 32 completions = 4 prompts per optimizer step.
+    ``max_steps=-1`` trains ``num_train_epochs`` over the data. ``resume``: ``auto`` resumes from the
+    last ``checkpoint-N`` in ``output_dir`` when there is one, ``yes`` requires one, ``no`` refuses a
+    folder that has one, or a checkpoint folder path. ``rewards`` picks reward functions by name
+    (comma-separated, empty = all), ``reward_weights`` overrides weights (``test_reward=2,build_reward=0.5``).
+    ``torch_threads`` > 0 sets torch's CPU threads for the run (the tiny model is fastest on one).
+    """
+
+    preset: str = "real"
+    model: str = REAL_MODEL
+    build_tiny_model: bool = False
+    data: str = "qwen3-rust-finetune/processed/train.parquet"
+    data_split: str = ""
+    max_tasks: int = 0
+    output_dir: str = "outputs/train-real"
+    run_name: str = ""
+    max_steps: int = -1
+    num_train_epochs: float = 1.0
+    lr: float = 2e-5
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.1
+    adam_beta2: float = 0.99
+    max_grad_norm: float = 0.1
+    beta: float = 0.0
+    loss_type: str = "dapo"
+    scale_rewards: str = "group"
+    num_generations: int = 8
+    max_completion_length: int = 768
+    temperature: float = 1.0
+    top_p: float = 1.0
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 4
+    lora_r: int = 16
+    lora_alpha: int = 64
+    lora_dropout: float = 0.05
+    lora_target_modules: str = "all-linear"
+    rewards: str = ""
+    reward_weights: str = ""
+    bf16: bool | None = None
+    use_cpu: bool | None = None
+    gradient_checkpointing: bool = True
+    use_vllm: bool | None = None
+    vllm_gpu_memory_utilization: float = 0.3
+    torch_threads: int = 0
+    save_steps: int = 100
+    save_total_limit: int = 3
+    logging_steps: int = 1
+    completions_every: int = 1
+    resume: str = "auto"
+    seed: int = 0
+    wandb: bool = False
+    wandb_project: str = "rust-grpo"
+    oxen_repo: str = ""
+    oxen_dest: str = ""
+
+    def prompts_per_step(self) -> float:
+        """Distinct task prompts per optimizer step (one process)."""
+        completions = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        return completions / self.num_generations
+
+
+@app.function
+def preset_params(preset: str = "tiny") -> TrainParams:
+    """The ``real`` (GPU, Qwen2.5-Coder-1.5B) or ``tiny`` (CPU, random local model) parameter set."""
+    if preset == "real":
+        return TrainParams()
+    if preset == "tiny":
+        return TrainParams(
+            preset="tiny",
+            model="outputs/tiny-model",
+            build_tiny_model=True,
+            data="qwen3-rust-finetune/bundled_tasks.jsonl",
+            output_dir="outputs/train-tiny",
+            max_steps=8,
+            lr=1e-4,
+            weight_decay=0.0,
+            num_generations=4,
+            max_completion_length=64,
+            per_device_train_batch_size=8,
+            gradient_accumulation_steps=1,
+            gradient_checkpointing=False,
+            use_vllm=False,
+            torch_threads=1,
+            save_steps=4,
+            save_total_limit=2,
+        )
+    raise ValueError(f"unknown preset {preset!r}; choose one of {PRESETS}")
+
+
+@app.function
+def coerce_value(name: str, annotation: Any, value: Any) -> Any:
+    """A CLI or form value as the field's type (``--flag`` alone means True; "auto" means None)."""
+    options = typing.get_args(annotation) or (annotation,)
+    text = str(value).strip()
+    if type(None) in options and text.lower() in ("auto", "none"):
+        return None
+    if bool in options:
+        if isinstance(value, bool):
+            return value
+        if text.lower() in ("", "true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"--{name}: expected true/false, got {value!r}")
+    if name == "resume":
+        mapped = {"": "yes", "true": "yes", "false": "no"}.get(text.lower(), text)
+        return mapped
+    for kind in (int, float, str):
+        if kind in options:
+            try:
+                if kind is int and isinstance(value, float) and not value.is_integer():
+                    raise ValueError(value)
+                return kind(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"--{name}: expected {kind.__name__}, got {value!r}") from None
+    raise ValueError(f"--{name}: unsupported type {annotation}")
+
+
+@app.function
+def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
+    """Fill ``TrainParams`` from CLI args or form values: the preset first, then each override.
+
+    Unknown names and values of the wrong type raise ``ValueError`` naming the flag.
+    """
+    values = {str(k).replace("-", "_"): v for k, v in values.items()}
+    preset = str(values.pop("preset", "tiny"))
+    base = preset_params(preset)
+    hints = typing.get_type_hints(TrainParams)
+    unknown = sorted(set(values) - set(hints))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join('--' + u for u in unknown)}; known: "
+                         f"{', '.join(sorted(hints))}")
+    changes = {k: coerce_value(k, hints[k], v) for k, v in values.items()}
+    return dataclasses.replace(base, **changes)
+
+
+@app.function
+def under_root(path: str) -> str:
+    """A relative path against the repository root (where the defaults live); absolute paths unchanged."""
+    return str(ROOT / path) if path and not Path(path).is_absolute() else path
+
+
+@app.function
+def resolve_params(params: TrainParams) -> TrainParams:
+    """Fill the hardware-dependent fields and make paths absolute; validate the rest."""
+    import torch
+
+    p = params
+    cuda = torch.cuda.is_available()
+    if p.loss_type not in ("grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"):
+        raise ValueError(f"--loss-type: unknown loss {p.loss_type!r}")
+    if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
+        raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
+    if p.num_generations < 2:
+        raise ValueError(f"--num-generations must be >= 2 (GRPO compares a group), got {p.num_generations}")
+    completions = p.per_device_train_batch_size * p.gradient_accumulation_steps
+    if completions % p.num_generations:
+        raise ValueError(
+            f"per_device_train_batch_size x gradient_accumulation_steps ({completions}) must be a multiple "
+            f"of num_generations ({p.num_generations})")
+    use_vllm = p.use_vllm
+    if use_vllm is None:
+        use_vllm = cuda and importlib.util.find_spec("vllm") is not None
+    elif use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
+    local_model = p.build_tiny_model or Path(p.model).exists() or p.model.startswith((".", "/"))
+    output_dir = under_root(p.output_dir)
+    return dataclasses.replace(
+        p,
+        model=under_root(p.model) if local_model else p.model,
+        data=under_root(p.data) if not Path(p.data).exists() and (ROOT / p.data).exists() else p.data,
+        output_dir=output_dir,
+        run_name=p.run_name or Path(output_dir).name,
+        bf16=cuda if p.bf16 is None else p.bf16,
+        use_cpu=(not cuda) if p.use_cpu is None else p.use_cpu,
+        use_vllm=use_vllm,
+        oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
+    )
+
+
+@app.function
+def select_rewards(params: TrainParams) -> tuple[list[Callable[..., Any]], dict[str, float]]:
+    """The reward functions to train with (async ones when available) and their weights."""
+    from rust_rewards import rewards as rr
+
+    funcs = list(getattr(rr, "ASYNC_REWARD_FUNCS", None) or rr.REWARD_FUNCS)
+    by_name = {f.__name__: f for f in funcs}
+    if params.rewards.strip():
+        wanted = [n.strip() for n in params.rewards.split(",") if n.strip()]
+        missing = [n for n in wanted if n not in by_name]
+        if missing:
+            raise ValueError(f"--rewards: unknown reward(s) {missing}; known: {sorted(by_name)}")
+        funcs = [by_name[n] for n in wanted]
+    weights = {f.__name__: float(rr.DEFAULT_WEIGHTS.get(f.__name__, 1.0)) for f in funcs}
+    for item in filter(None, (s.strip() for s in params.reward_weights.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in weights:
+            raise ValueError(f"--reward-weights: expected name=weight with name in {sorted(weights)}, got {item!r}")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--reward-weights: {item!r} has a weight that is not a number") from None
+    return funcs, weights
+
+
+@app.function
+def load_train_tasks(params: TrainParams) -> list[Task]:
+    """The training tasks (any source ``load_tasks`` reads), the first ``max_tasks`` when > 0."""
+    tasks = list(load_tasks(params.data, split=params.data_split or None))
+    if not tasks:
+        raise ValueError(f"{params.data}: no tasks to train on")
+    return tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
+
+
+@app.function
+def task_dataset(tasks: Sequence[Task]):
+    """A ``datasets.Dataset`` with a conversational ``prompt`` and the columns reward functions read."""
+    from datasets import Dataset
+
+    rows = []
+    for task in tasks:
+        row = task.to_row()
+        rows.append({"prompt": chat_messages(task.prompt), **{k: row[k] for k in TASK_KWARGS}})
+    return Dataset.from_list(rows)
+
+
+@app.function
+def task_reports(completions: Sequence[Any], columns: Mapping[str, list[Any]]) -> list[Report]:
+    """The verifier's reports for one batch, asked exactly as the rewards ask (so they are cache hits)."""
+    from rust_rewards.rewards import reports_for
+
+    return reports_for(list(completions), **columns)
+
+
+@app.function
+def find_checkpoint(output_dir: str | Path, resume: str) -> str | None:
+    """The checkpoint to resume from: the last one in ``output_dir`` for auto/yes, or an explicit folder.
+
+    ``yes`` without any checkpoint and ``no`` with checkpoints present are errors (a fresh run must
+    not mix its logs with an older run's).
+    """
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if resume not in RESUME_CHOICES:
+        return resume
+    last = get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+    if resume == "yes" and last is None:
+        raise FileNotFoundError(f"--resume: no checkpoint-N folder in {output_dir}")
+    if resume == "no" and last is not None:
+        raise FileExistsError(f"{output_dir} already holds {Path(last).name}: resume it (default) or choose "
+                              "another --output-dir")
+    return last
+
+
+@app.function
+def grpo_config(params: TrainParams, weights: Sequence[float]):
+    """TRL's ``GRPOConfig`` for resolved params."""
+    from trl import GRPOConfig
+
+    p = params
+    vllm = dict(use_vllm=True, vllm_mode="colocate",
+                vllm_gpu_memory_utilization=p.vllm_gpu_memory_utilization) if p.use_vllm else {}
+    return GRPOConfig(
+        output_dir=p.output_dir,
+        run_name=p.run_name,
+        max_steps=p.max_steps,
+        num_train_epochs=p.num_train_epochs,
+        learning_rate=p.lr,
+        lr_scheduler_type=p.lr_scheduler_type,
+        warmup_steps=p.warmup_ratio,
+        weight_decay=p.weight_decay,
+        adam_beta2=p.adam_beta2,
+        max_grad_norm=p.max_grad_norm,
+        beta=p.beta,
+        loss_type=p.loss_type,
+        scale_rewards=p.scale_rewards,
+        num_generations=p.num_generations,
+        max_completion_length=p.max_completion_length,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        per_device_train_batch_size=p.per_device_train_batch_size,
+        gradient_accumulation_steps=p.gradient_accumulation_steps,
+        reward_weights=list(weights),
+        bf16=p.bf16,
+        use_cpu=p.use_cpu,
+        gradient_checkpointing=p.gradient_checkpointing,
+        model_init_kwargs={"dtype": "bfloat16" if p.bf16 else "float32"},
+        save_strategy="steps",
+        save_steps=p.save_steps,
+        save_total_limit=p.save_total_limit,
+        logging_steps=p.logging_steps,
+        report_to=["wandb"] if p.wandb else "none",
+        disable_tqdm=True,
+        log_completions=False,
+        seed=p.seed,
+        **vllm,
+    )
+
+
+@app.function
+def lora_config(params: TrainParams):
+    from peft import LoraConfig
+
+    targets = params.lora_target_modules
+    return LoraConfig(
+        r=params.lora_r,
+        lora_alpha=params.lora_alpha,
+        lora_dropout=params.lora_dropout,
+        target_modules=targets if targets == "all-linear" else [t.strip() for t in targets.split(",")],
+        task_type="CAUSAL_LM",
+    )
+
+
+@app.function
+def save_adapter(trainer: Any, target: Path) -> Path:
+    """Save the final LoRA adapter (and tokenizer) to ``target`` via a temporary sibling folder."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    trainer.save_model(str(tmp))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return target
+
+
+@app.function
+def upload_to_oxen(out_dir: str | Path, repo_id: str, dest: str) -> str | None:
+    """Upload params, metrics, per-step completions and the adapter to an Oxen repo.
+
+    Returns None on success, else the error text (also raised as a warning): an upload is never
+    required for a run to count as finished.
+    """
+    out = Path(out_dir)
+    files = [out / "params.json", out / METRICS_FILE, *sorted((out / "completions").glob("*.parquet")),
+             *sorted(p for p in (out / "adapter").rglob("*") if p.is_file())]
+    try:
+        from oxen import RemoteRepo
+
+        repo = RemoteRepo(repo_id)
+        for file in files:
+            if file.is_file():
+                repo.add(str(file), dst=str(PurePosixPath(dest) / file.parent.relative_to(out).as_posix()))
+        repo.commit(f"train.py: {dest}")
+    except Exception as exc:  # noqa: BLE001 - any failure (offline, auth, quota) only warns
+        message = f"Oxen upload to {repo_id}:{dest} failed: {type(exc).__name__}: {exc}"
+        warnings.warn(message, stacklevel=2)
+        return message
+    return None
+
+
+@app.class_definition
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run left behind."""
+
+    output_dir: Path
+    adapter_dir: Path
+    global_step: int
+    resumed_from: str | None
+    last_metrics: dict[str, Any]
+    oxen_error: str | None = None
+
+
+@app.function
+def quiet_script_logs() -> None:
+    """Script mode: keep the log to our step lines (no weight-loading bars or v6 deprecation notes)."""
+    import transformers
+
+    transformers.logging.set_verbosity_warning()
+    transformers.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6.*", category=FutureWarning)
+
+
+@app.function
+def print_progress(step: int, max_steps: int, logs: dict[str, Any]) -> None:
+    """Script-mode progress: one readable line per logged step."""
+    print(format_log_line(step, max_steps, logs), flush=True)
+
+
+@app.function
+def build_trainer(
+    p: TrainParams,
+    tasks: Sequence[Task],
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+):
+    """The ``GRPOTrainer`` for resolved params, with our reward timing and log callbacks.
+
+    Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` reaches wandb too.
+    """
+    from transformers import PrinterCallback
+    from transformers.integrations import WandbCallback
+    from trl import GRPOTrainer
+
+    funcs, weights = select_rewards(p)
+    recorder = RewardRecorder(funcs)
+    callbacks = [RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every)]
+    if progress is not None:
+        callbacks.append(ProgressCallback(progress))
+    if p.wandb:
+        os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
+    trainer = GRPOTrainer(
+        model=p.model,
+        reward_funcs=recorder.wrapped,
+        args=grpo_config(p, [weights[f.__name__] for f in funcs]),
+        train_dataset=task_dataset(tasks),
+        peft_config=lora_config(p),
+        callbacks=callbacks,
+    )
+    trainer.pop_callback(PrinterCallback)
+    wandb_callback = trainer.pop_callback(WandbCallback)
+    if wandb_callback is not None:
+        trainer.add_callback(wandb_callback)
+    return trainer
+
+
+@app.function
+def run_training(
+    params: TrainParams,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = print_progress,
+) -> TrainResult:
+    """Train a LoRA adapter with GRPO; write params, metrics, completions, checkpoints and the adapter."""
+    import torch
+
+    p = resolve_params(params)
+    out = Path(p.output_dir)
+    checkpoint = find_checkpoint(out, p.resume)
+    _, weights = select_rewards(p)
+    tasks = load_train_tasks(p)
+    if p.build_tiny_model:
+        build_tiny_model(p.model)
+
+    out.mkdir(parents=True, exist_ok=True)
+    record = {**dataclasses.asdict(p), "derived": {
+        "reward_weights": weights,
+        "n_tasks": len(tasks),
+        "prompts_per_step": p.prompts_per_step(),
+        "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps,
+        "resumed_from": checkpoint,
+    }}
+    write_json_atomic(record, out / "params.json")
+    print(json.dumps(record, indent=2), flush=True)
+
+    threads = torch.get_num_threads()
+    if p.torch_threads > 0:
+        torch.set_num_threads(p.torch_threads)
+    try:
+        trainer = build_trainer(p, tasks, progress)
+        trainer.train(resume_from_checkpoint=checkpoint)
+        adapter = save_adapter(trainer, out / "adapter")
+    finally:
+        torch.set_num_threads(threads)
+    oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo else None
+    history = [h for h in trainer.state.log_history if "train_runtime" not in h]
+    return TrainResult(out, adapter, trainer.state.global_step, checkpoint,
+                       history[-1] if history else {}, oxen_error)
+
+
+@app.cell
+def _():
+    preset = mo.ui.dropdown(options=list(PRESETS), value="tiny", label="preset")
+    preset
+    return (preset,)
+
+
+@app.function
+def param_widget(name: str, annotation: Any, value: Any):
+    """A form widget for one ``TrainParams`` field."""
+    options = typing.get_args(annotation)
+    if type(None) in options:
+        return mo.ui.dropdown(options=["auto", "true", "false"],
+                              value="auto" if value is None else str(value).lower(), label=name)
+    if name == "resume":
+        return mo.ui.text(value=value, label=name)
+    if isinstance(value, bool):
+        return mo.ui.checkbox(value=value, label=name)
+    if isinstance(value, int):
+        return mo.ui.number(value=value, step=1, label=name)
+    if isinstance(value, float):
+        return mo.ui.number(value=value, step=value / 10 if value else 0.01, label=name)
+    return mo.ui.text(value=value, label=name, full_width=True)
+
+
+@app.function
+def param_form(preset: str):
+    """A form with one widget per ``TrainParams`` field, grouped by topic, filled with a preset."""
+    defaults = preset_params(preset)
+    hints = typing.get_type_hints(TrainParams)
+    names = [f.name for f in dataclasses.fields(TrainParams) if f.name != "preset"]
+    grouped = {n for group in FORM_GROUPS.values() for n in group}
+    groups = {**FORM_GROUPS, "Other": [n for n in names if n not in grouped]}
+    template = "\n\n".join(f"**{title}**\n\n" + " ".join(f"{{{n}}}" for n in group)
+                            for title, group in groups.items() if group)
+    widgets = {n: param_widget(n, hints[n], getattr(defaults, n)) for n in names}
+    return mo.md(template).batch(**widgets).form(submit_button_label="Train")
+
+
+@app.cell
+def _(preset):
+    form = param_form(preset.value)
+    form
+    return (form,)
+
+
+@app.cell
+def _(form, preset):
+    if mo.app_meta().mode == "script":
+        quiet_script_logs()
+        params = params_from_mapping(mo.cli_args())
+    else:
+        mo.stop(form.value is None, mo.md("Edit the parameters and press **Train**."))
+        params = params_from_mapping({"preset": preset.value, **form.value})
+    mo.accordion({"Parameters": mo.tree(dataclasses.asdict(params))})
+    return (params,)
+
+
+@app.cell
+def _(params):
+    if mo.app_meta().mode == "script":
+        result = run_training(params)
+    else:
+        with mo.status.progress_bar(total=max(params.max_steps, 1), title="GRPO training") as _bar:
+            _seen = {"step": 0}
+
+            def _report(step: int, max_steps: int, logs: dict[str, Any]) -> None:
+                _bar.total = max(max_steps, 1)
+                _bar.update(increment=step - _seen["step"], subtitle=format_log_line(step, max_steps, logs))
+                _seen["step"] = step
+
+            result = run_training(params, progress=_report)
+    mo.md(f"Finished at step **{result.global_step}**; adapter in `{result.adapter_dir}`; "
+          f"metrics in `{result.output_dir / METRICS_FILE}`.")
+    return (result,)
+
+
+@app.cell
+def _(result):
+    mo.ui.table([{"metric": k, "value": f"{v:.4g}" if isinstance(v, float) else v}
+                 for k, v in result.last_metrics.items()], page_size=50)
+    return
+
+
+if __name__ == "__main__":
+    app.run()
