@@ -36,6 +36,7 @@ with app.setup:
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     PRESETS = ("tiny", "real")
     RESUME_CHOICES = ("auto", "yes", "no")
+    LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
     FORM_GROUPS = {
         "Model and data": ["model", "build_tiny_model", "data", "data_split", "max_tasks"],
         "Run": ["output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed"],
@@ -219,9 +220,13 @@ def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
 
 
 @app.function
-def under_root(path: str) -> str:
-    """A relative path against the repository root (where the defaults live); absolute paths unchanged."""
-    return str(ROOT / path) if path and not Path(path).is_absolute() else path
+def local_path(value: str, default: str) -> str:
+    """An absolute path: the preset's default is relative to the repository root, anything else to the
+    current directory."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    return str(ROOT / path) if value == default else str(path.resolve())
 
 
 @app.function
@@ -231,8 +236,8 @@ def resolve_params(params: TrainParams) -> TrainParams:
 
     p = params
     cuda = torch.cuda.is_available()
-    if p.loss_type not in ("grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"):
-        raise ValueError(f"--loss-type: unknown loss {p.loss_type!r}")
+    if p.loss_type not in LOSS_TYPES:
+        raise ValueError(f"--loss-type: expected one of {LOSS_TYPES}, got {p.loss_type!r}")
     if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
         raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
     if p.num_generations < 2:
@@ -247,12 +252,17 @@ def resolve_params(params: TrainParams) -> TrainParams:
         use_vllm = cuda and importlib.util.find_spec("vllm") is not None
     elif use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
-    local_model = p.build_tiny_model or Path(p.model).exists() or p.model.startswith((".", "/"))
-    output_dir = under_root(p.output_dir)
+    preset = preset_params(p.preset)
+    model, data = p.model, p.data
+    if p.build_tiny_model or Path(model).exists() or model == preset.model and (ROOT / model).exists():
+        model = local_path(model, preset.model)
+    if Path(data).exists() or data == preset.data:
+        data = local_path(data, preset.data)
+    output_dir = local_path(p.output_dir, preset.output_dir)
     return dataclasses.replace(
         p,
-        model=under_root(p.model) if local_model else p.model,
-        data=under_root(p.data) if not Path(p.data).exists() and (ROOT / p.data).exists() else p.data,
+        model=model,
+        data=data,
         output_dir=output_dir,
         run_name=p.run_name or Path(output_dir).name,
         bf16=cuda if p.bf16 is None else p.bf16,
@@ -264,10 +274,10 @@ def resolve_params(params: TrainParams) -> TrainParams:
 
 @app.function
 def select_rewards(params: TrainParams) -> tuple[list[Callable[..., Any]], dict[str, float]]:
-    """The reward functions to train with (async ones when available) and their weights."""
+    """The reward functions to train with (the async ones: TRL runs them concurrently) and their weights."""
     from rust_rewards import rewards as rr
 
-    funcs = list(getattr(rr, "ASYNC_REWARD_FUNCS", None) or rr.REWARD_FUNCS)
+    funcs = list(rr.ASYNC_REWARD_FUNCS)
     by_name = {f.__name__: f for f in funcs}
     if params.rewards.strip():
         wanted = [n.strip() for n in params.rewards.split(",") if n.strip()]
@@ -396,6 +406,35 @@ def lora_config(params: TrainParams):
 
 
 @app.function
+def finished_run(checkpoint: str | None, max_steps: int) -> dict[str, Any] | None:
+    """The checkpoint's trainer state when it already reached the target step count, else None.
+
+    The target is ``max_steps`` when > 0, else the step count the checkpointed run planned (epochs).
+    Resuming a finished run would otherwise train one step past the target.
+    """
+    if checkpoint is None:
+        return None
+    state_file = Path(checkpoint) / "trainer_state.json"
+    if not state_file.is_file():
+        raise FileNotFoundError(f"{checkpoint}: no trainer_state.json, not a Trainer checkpoint")
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    target = max_steps if max_steps > 0 else int(state.get("max_steps") or 0)
+    return state if target > 0 and int(state.get("global_step", 0)) >= target else None
+
+
+@app.function
+def adapter_from_checkpoint(checkpoint: Path, target: Path) -> Path:
+    """Copy a checkpoint's adapter and tokenizer files (no optimizer state) to ``target``."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(checkpoint, tmp, ignore=shutil.ignore_patterns(
+        "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json", "training_args.bin"))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return target
+
+
+@app.function
 def save_adapter(trainer: Any, target: Path) -> Path:
     """Save the final LoRA adapter (and tokenizer) to ``target`` via a temporary sibling folder."""
     tmp = target.with_name(f".{target.name}.tmp")
@@ -507,6 +546,15 @@ def run_training(
     p = resolve_params(params)
     out = Path(p.output_dir)
     checkpoint = find_checkpoint(out, p.resume)
+    finished = finished_run(checkpoint, p.max_steps)
+    if finished is not None:
+        print(f"{checkpoint} is already at step {finished['global_step']} of {finished['max_steps']}: "
+              "nothing to train (raise --max-steps to continue)", flush=True)
+        adapter = out / "adapter"
+        if not (adapter / "adapter_config.json").is_file():
+            adapter = adapter_from_checkpoint(Path(checkpoint), adapter)
+        logs = [h for h in finished.get("log_history", []) if "train_runtime" not in h]
+        return TrainResult(out, adapter, finished["global_step"], checkpoint, logs[-1] if logs else {})
     _, weights = select_rewards(p)
     tasks = load_train_tasks(p)
     if p.build_tiny_model:

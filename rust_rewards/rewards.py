@@ -22,6 +22,16 @@ from rust_rewards.verifier import get_verifier
 _TASK_COLUMNS = ("reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release")
 
 
+def _skip_internal_errors(score: Callable[[Report], float | None]) -> Callable[[Report], float | None]:
+    """A report that failed for infrastructure reasons scores ``None`` (ignored by TRL), never 0."""
+
+    def guarded(r: Report) -> float | None:
+        return None if r.internal_error else score(r)
+
+    guarded.__name__ = score.__name__
+    return guarded
+
+
 def build_score(r: Report) -> float:
     return 1.0 if r.build_ok else 0.0
 
@@ -77,7 +87,7 @@ def build_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     >>> build_reward(["```rust\\npub fn one() -> i32 { 1 }\\n```", "```rust\\npub fn one() -> i32 { \\"1\\" }\\n```"])
     [1.0, 0.0]
     """
-    return [build_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["build_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -88,7 +98,7 @@ def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     ...                "```rust\\npub fn n(v: &Vec<i32>) -> usize { return v.len(); }\\n```"])
     [1.0, 0.0]
     """
-    return [clippy_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["clippy_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -101,7 +111,7 @@ def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     ...              "```rust\\n" + code + "    #[test]\\n    fn t() { assert!(true); }\\n}\\n```"])
     [2.0, 0.0]
     """
-    return [test_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["test_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -111,7 +121,7 @@ def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     >>> non_empty_reward(["no code here", "```rust\\npub fn a() {}\\n#[test]\\nfn t() { a(); }\\n```"])
     [0.0, 1.0]
     """
-    return [non_empty_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["non_empty_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -121,7 +131,7 @@ def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     >>> test_block_reward(["```rust\\npub fn a() {}\\n```", "```rust\\n#[test]\\nfn t() {}\\n```"])
     [0.0, 0.5]
     """
-    return [test_block_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["test_block_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -135,7 +145,7 @@ def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     >>> assertion_reward(["```rust\\n" + code + "\\n```"])
     [0.25]
     """
-    return [assertion_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["assertion_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 def hidden_test_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
@@ -146,17 +156,19 @@ def hidden_test_reward(completions: list[Any], **kwargs: Any) -> list[float | No
     ...                    reference_tests=["#[test]\\nfn h() { assert_eq!(sq(4), 16); }"], test_shape=["unit"])
     [2.0]
     """
-    return [hidden_test_score(r) for r in reports_for(completions, **kwargs)]
+    return [SCORES["hidden_test_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
 SCORES: dict[str, Callable[[Report], float | None]] = {
-    "build_reward": build_score,
-    "clippy_reward": clippy_score,
-    "test_reward": test_score,
-    "non_empty_reward": non_empty_score,
-    "test_block_reward": test_block_score,
-    "assertion_reward": assertion_score,
-    "hidden_test_reward": hidden_test_score,
+    name: _skip_internal_errors(score) for name, score in {
+        "build_reward": build_score,
+        "clippy_reward": clippy_score,
+        "test_reward": test_score,
+        "non_empty_reward": non_empty_score,
+        "test_block_reward": test_block_score,
+        "assertion_reward": assertion_score,
+        "hidden_test_reward": hidden_test_score,
+    }.items()
 }
 """Reward name -> pure projection of a report (unweighted)."""
 

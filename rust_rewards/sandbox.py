@@ -58,6 +58,18 @@ COMPILE_LIMITS = Limits(wall_seconds=60, cpu_seconds=60, memory_mb=4096, file_si
 RUN_LIMITS = Limits(wall_seconds=10, cpu_seconds=10, memory_mb=2048, file_size_mb=64, processes=32)
 
 
+class SandboxError(RuntimeError):
+    """The sandbox itself failed to start (not the model's fault): never cached as a verdict."""
+
+
+_SANDBOX_TOOLS = ("bwrap:", "prlimit:", "setpriv:", "unshare:", "timeout: failed to run", "/bin/bash:", "bash:")
+
+
+def _check_started(stderr: str, returncode: int) -> None:
+    if returncode != 0 and stderr.lstrip().startswith(_SANDBOX_TOOLS):
+        raise SandboxError(f"sandbox failed to start: {stderr.strip()[:500]}")
+
+
 @dataclass(frozen=True)
 class RunResult:
     returncode: int
@@ -281,8 +293,9 @@ def run(
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         returncode, timed_out = _spawn([*prefix, *argv], crate=crate, env=env, user=user,
                                        wall=limits.wall_seconds, stdout=out, stderr=err)
-    return RunResult(returncode, timed_out, time.monotonic() - start,
-                     _read_capped(out_path, output_cap), _read_capped(err_path, output_cap))
+    stderr = _read_capped(err_path, output_cap)
+    _check_started(stderr, returncode)
+    return RunResult(returncode, timed_out, time.monotonic() - start, _read_capped(out_path, output_cap), stderr)
 
 
 def run_steps(
@@ -309,7 +322,7 @@ def run_steps(
                                slot=slot, writable=writable, extra_ro=extra_ro, output_cap=output_cap)}
     prefix, user = _prefix(crate, limits, slot, writable, extra_ro)
     log_dir.mkdir(parents=True, exist_ok=True)
-    files = {"status": open(log_dir / "status", "w+b")}  # noqa: SIM115 - closed below
+    files = {"status": open(log_dir / "status", "w+b"), "sandbox": open(log_dir / "sandbox.stderr", "w+b")}  # noqa: SIM115
     for step in steps:
         for kind in ("stdout", "stderr"):
             files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
@@ -327,15 +340,19 @@ def run_steps(
     try:
         _returncode, outer_timeout = _spawn(
             [*prefix, "/bin/bash", "-c", "\n".join(lines)], crate=crate, env=env, user=user, wall=wall,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=tuple(f.fileno() for f in files.values()),
+            stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=tuple(f.fileno() for f in files.values()),
         )
     finally:
         for f in files.values():
             f.close()
+    status = (log_dir / "status").read_text().splitlines()
+    if not status and not outer_timeout:
+        raise SandboxError(f"sandbox failed to start: {(log_dir / 'sandbox.stderr').read_text().strip()[:500]}")
     results: dict[str, RunResult] = {}
-    for line in (log_dir / "status").read_text().splitlines():
+    for line in status:
         index, rc, started, ended = line.split()
         step = steps[int(index)]
+        _check_started(_read_capped(log_dir / f"{step.name}.stderr", 2000), int(rc))
         results[step.name] = RunResult(
             returncode=int(rc),
             timed_out=int(rc) == 124 or (outer_timeout and int(index) == len(steps) - 1),

@@ -184,9 +184,20 @@ class TestRegions:
         return any(it.start <= index <= it.end for it in (*self.test_fns, *self.cfg_test_mods))
 
 
+def _is_conditional(attr: tuple[str, ...]) -> bool:
+    """A ``cfg`` other than plain ``cfg(test)`` (e.g. a cargo feature, off by default)."""
+    return attr[:1] == ("cfg",) and attr != ("cfg", "(", "test", ")")
+
+
 def test_regions(tokens: list[Token]) -> TestRegions:
+    """Test functions (those under a non-``test`` ``cfg``, e.g. a feature, are not expected to run)."""
     items = _items(tokens)
-    fns = tuple(it for it in items if it.kind == "fn" and any(_is_test_attr(a) for a in it.attrs))
+    gated = [it for it in items if any(_is_conditional(a) for a in it.attrs)]
+    fns = tuple(
+        it for it in items
+        if it.kind == "fn" and any(_is_test_attr(a) for a in it.attrs)
+        and not any(g.start <= it.start and it.end <= g.end for g in gated)
+    )
     mods = tuple(it for it in items if it.kind == "mod" and any(_is_cfg_test(a) for a in it.attrs))
     return TestRegions(fns, mods)
 

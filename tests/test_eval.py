@@ -117,7 +117,9 @@ def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path) -> None:
     assert len(results) == 95 and results["build_ok"].all()
     failing = results[~results["hidden_ok"].astype(bool)]
     assert failing.empty, failing[["task_id", "hidden_passed", "hidden_total"]].to_string()
-    expected = {r["task_id"]: r["num_test_fns"] for r in rows}
+    # Tests cargo runs with default features: the benchmark's count minus its doctests (fizzy, macros, react
+    # have doc examples, never hidden tests here) and num_test_fns minus feature-gated tests (binary-search...).
+    expected = {r["task_id"]: min(r["num_test_fns"], r["verify_tests_passed"]) for r in rows}
     assert (results["hidden_passed"] == results["task_id"].map(expected)).all()
     assert summaries["reference"].hidden_pass_at_1 == 1.0
     assert summaries["reference"].pass_at_k == {"1": 1.0}

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
 from rust_rewards.tasks import Task
 from rust_rewards.tiny_model import build_tiny_model
-from rust_rewards.train_logging import RewardRecorder, RunLogCallback, format_log_line
+from rust_rewards.train_logging import RewardBatch, RewardRecorder, RunLogCallback, format_log_line
 from train import (
     TrainParams,
     build_trainer,
@@ -114,6 +115,23 @@ def test_presets_and_cli_values():
         params_from_mapping({"preset": "huge"})
 
 
+def test_relative_paths(tmp_path, monkeypatch):
+    """Preset defaults live under the repository root; paths the user types are relative to the cwd."""
+    monkeypatch.chdir(tmp_path)
+    defaults = resolve_params(params_from_mapping({}))
+    assert defaults.model == str(ROOT / "outputs" / "tiny-model")
+    assert defaults.data == str(ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl")
+    assert defaults.output_dir == str(ROOT / "outputs" / "train-tiny") and defaults.run_name == "train-tiny"
+    (tmp_path / "mine.jsonl").write_text("")
+    typed = resolve_params(params_from_mapping({"output-dir": "runs/a", "data": "mine.jsonl", "model": "m"}))
+    assert (typed.output_dir, typed.data, typed.model) == (
+        str(tmp_path / "runs" / "a"), str(tmp_path / "mine.jsonl"), str(tmp_path / "m"))
+    real = resolve_params(params_from_mapping({"preset": "real"}))
+    assert real.model == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    assert real.data == str(ROOT / "qwen3-rust-finetune" / "processed" / "train.parquet")
+    assert resolve_params(params_from_mapping({"preset": "real", "data": "org/dataset"})).data == "org/dataset"
+
+
 def test_real_preset_config_on_this_machine():
     p = resolve_params(params_from_mapping({"preset": "real"}))
     if not torch.cuda.is_available():
@@ -179,6 +197,13 @@ def test_resume_continues_from_checkpoint(run, tasks_file, tiny_dir):
     assert (out / "completions" / "step_000003.parquet").is_file()
     assert json.loads((out / "params.json").read_text())["derived"]["resumed_from"].endswith("checkpoint-2")
 
+    shutil.rmtree(out / "adapter")
+    again = run_training(tiny_params(out, tasks_file, tiny_dir, max_steps=3), progress=None)
+    assert again.global_step == 3 and again.resumed_from == str(out / "checkpoint-3")
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 3 and not (out / "checkpoint-4").exists()
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (out / "adapter" / "optimizer.pt").exists()
+
 
 def test_adapter_reloads_and_generates(run, tiny_dir):
     from peft import PeftModel
@@ -206,6 +231,9 @@ def test_logging_with_real_cargo_verdicts(tmp_path):
     recorder = RewardRecorder(ASYNC_REWARD_FUNCS)
     assert [f.__name__ for f in recorder.wrapped] == REWARD_NAMES
     assert all(asyncio.iscoroutinefunction(f) for f in recorder.wrapped)
+    sync = RewardRecorder(REWARD_FUNCS).wrapped
+    assert [f.__name__ for f in sync] == REWARD_NAMES and not any(map(asyncio.iscoroutinefunction, sync))
+    assert RewardBatch([], [], {}, intervals=[(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)]).reward_time == 4.0
     row = TASKS[0].to_row()
     columns = {k: [row[k]] * 2 for k in ("task_id", "reference_tests", "test_shape", "crate_name", "edition",
                                           "extra_files", "test_release")}

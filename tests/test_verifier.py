@@ -304,3 +304,37 @@ def test_bench_command_prints_ratio_and_agreement(tmp_path):
     data = json.loads(out.read_text())
     assert data["distinct"]["completions"] == 2 and data["grpo_1x4"]["completions"] == 4
     assert data["distinct"]["ratio"] > 0
+
+
+def test_sandbox_start_failure_is_an_internal_error_not_a_verdict(monkeypatch):
+    from rust_rewards import sandbox
+
+    real = sandbox.detect_isolation()
+    broken = sandbox.Isolation(bwrap="/nonexistent/bwrap", drop_uid=real.drop_uid, unshare_net=None)
+    monkeypatch.setattr(sandbox, "detect_isolation", lambda: broken)
+    v = Verifier(workers=1)
+    report = v.verify(rust(SQUARE + SQUARE_TESTS + "// sandbox-failure"))
+    assert report.internal_error.startswith("SandboxError")
+    assert all(value is None for value in rewards.rewards_from_report(report).values())
+    assert v.stats["verified"] == 1 and not v._cache
+    v.close()
+
+
+def test_feature_gated_and_should_panic_tests(verifier):
+    code = SQUARE + """
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    #[should_panic]
+    fn overflow_panics() { let _ = square(i64::MAX); }
+    #[test]
+    fn small() { assert_eq!(square(2), 4); }
+    #[test]
+    #[cfg(feature = "extra")]
+    fn only_with_feature() { assert_eq!(square(1), 1); }
+}
+"""
+    report = verifier.verify(rust(code))
+    assert report.source.test_fns == ("overflow_panics", "small")
+    assert report.tests_ok and report.own_tests.passed == 2
