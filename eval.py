@@ -144,9 +144,10 @@ def score_predictions(
 ) -> pd.DataFrame:
     """Verify every prediction against its task's hidden tests: one row per completion.
 
-    Columns: model, task_id, sample, completion, every key of ``Report.flat()``, internal_error.
-    A completion without code scores ``hidden_ok=False`` on a task with hidden tests (never null, so it
-    stays in the pass@k denominator). An unknown task id raises, naming the prediction row.
+    Columns: model, task_id, sample, completion, every key of ``Report.flat()`` (``internal_error`` included).
+    A completion without code scores ``hidden_ok=False`` on a task with hidden tests (it stays in the pass@k
+    denominator); one the verifier failed on internally has ``hidden_ok`` null and is reported, not scored.
+    An unknown task id raises, naming the prediction row.
     ``workers`` > 0 replaces the process-wide verifier with one of that many workers (0: the shared
     default, one worker per core).
     """
@@ -166,13 +167,7 @@ def score_predictions(
         hidden=[hidden[tid] for tid in predictions["task_id"]],
         progress=progress,
     )
-    rows = []
-    for report, tid in zip(reports, predictions["task_id"], strict=True):
-        row = {**report.flat(), "internal_error": report.internal_error}
-        if hidden[tid] is not None and row["hidden_ok"] is None:
-            row.update(hidden_ok=False, hidden_passed=0)  # no code: the task's hidden tests count as failed
-        rows.append(row)
-    flat = pd.DataFrame(rows, index=predictions.index)
+    flat = pd.DataFrame([report.flat() for report in reports], index=predictions.index)
     crashed = int((flat["internal_error"] != "").sum())
     if crashed:
         log.warning("the verifier failed internally on %d completion(s): see column internal_error", crashed)

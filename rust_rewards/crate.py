@@ -46,6 +46,14 @@ class CrateLayout:
         return self.hidden is not None and self.hidden.shape in ("unit", "main")
 
 
+def hidden_expected(hidden: HiddenTests) -> int:
+    """How many hidden tests must pass: ``#[test]`` functions, or 1 for a MultiPL-E ``fn main``."""
+    count = 1 if hidden.shape == "main" else count_test_fns(hidden.text)
+    return count + sum(
+        count_test_fns(text) for rel, text in hidden.extra_files if rel.startswith("tests/") and rel.endswith(".rs")
+    )
+
+
 def _cargo_toml(package: str, lib_name: str, edition: str, tests: tuple[str, ...]) -> str:
     targets = "".join(f'\n[[test]]\nname = "{Path(t).stem}"\npath = "{t}"\n' for t in tests)
     return f"""[package]
@@ -85,7 +93,7 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayou
     (root / "target" / "release").mkdir(parents=True)
     lib = code.rstrip() + "\n"
     integration: list[str] = []
-    expected = 0
+    expected = hidden_expected(hidden) if hidden is not None else 0
     if hidden is not None:
         for rel, text in hidden.extra_files:
             path = root / rel
@@ -93,19 +101,14 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayou
             path.write_text(text)
             if rel.startswith("tests/") and rel.endswith(".rs"):
                 integration.append(rel)
-                expected += count_test_fns(text)
         if hidden.shape == "integration":
             (root / "tests").mkdir(exist_ok=True)
             (root / "tests" / f"{HIDDEN}.rs").write_text(hidden.text)
             integration.insert(0, f"tests/{HIDDEN}.rs")
-            expected += count_test_fns(hidden.text)
         else:
             body = "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + hidden.text.rstrip() + "\n"
             if hidden.shape == "main":
                 body += _MAIN_WRAPPER
-                expected += 1
-            else:
-                expected += count_test_fns(hidden.text)
             (src / f"{HIDDEN}.rs").write_text(body)
             lib += f'\n#[cfg(test)]\n#[path = "{HIDDEN}.rs"]\nmod {HIDDEN};\n'
     (src / "lib.rs").write_text(lib)

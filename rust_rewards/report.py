@@ -167,4 +167,5 @@ class Report:
             "forbidden": list(self.source.forbidden),
             "diagnostics": self.diagnostics,
             "verify_seconds": round(sum(self.durations.values()), 4),
+            "internal_error": self.internal_error,
         }

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards import sandbox
-from rust_rewards.crate import HIDDEN, CrateLayout, rewrite_lib, write_crate
+from rust_rewards.crate import HIDDEN, CrateLayout, hidden_expected, rewrite_lib, write_crate
 from rust_rewards.diagnostics import CompileOutcome, TestRun, parse_compiler, parse_libtest
 from rust_rewards.report import Report, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
@@ -126,7 +126,8 @@ def verify_code(
     facts = analyse(code)
     key = code_hash(code, hidden, config)
     if not code.strip():
-        return Report(has_code=False, code_hash=key, source=facts, mode=config.mode)
+        hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
+        return Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts, mode=config.mode)
     tc = find_toolchain()
     iso = sandbox.detect_isolation()
     if iso.drop_uid:

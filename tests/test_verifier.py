@@ -338,3 +338,10 @@ mod tests {
     report = verifier.verify(rust(code))
     assert report.source.test_fns == ("overflow_panics", "small")
     assert report.tests_ok and report.own_tests.passed == 2
+
+
+def test_no_code_counts_as_hidden_failure(verifier):
+    report = verifier.verify("no code at all", HiddenTests(HIDDEN_UNIT))
+    assert not report.has_code and report.hidden_tests.expected == 2 and not report.hidden_ok
+    assert report.flat()["hidden_ok"] is False and report.flat()["hidden_total"] == 2
+    assert rewards.rewards_from_report(report)["hidden_test_reward"] == 0.0
