@@ -116,9 +116,12 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayou
     return CrateLayout(root, package, lib_name, edition, hidden, tuple(integration), expected)
 
 
-def rewrite_lib(layout: CrateLayout, code: str) -> None:
-    """Replace the model's code in ``src/lib.rs``, keeping the hidden-test hook."""
+HIDDEN_FILE = f"src/{HIDDEN}.rs"
+
+
+def rewrite_lib(layout: CrateLayout, code: str, *, hidden_hook: bool = True) -> None:
+    """Replace the model's code in ``src/lib.rs``, with or without the hidden-test hook."""
     lib = code.rstrip() + "\n"
-    if layout.hidden_in_lib:
+    if layout.hidden_in_lib and hidden_hook:
         lib += f'\n#[cfg(test)]\n#[path = "{HIDDEN}.rs"]\nmod {HIDDEN};\n'
     (layout.root / "src" / "lib.rs").write_text(lib)

@@ -23,6 +23,7 @@ class CompileOutcome:
     clippy_errors: int = 0
     rustc_warnings: int = 0
     rendered: str = ""
+    error_files: tuple[str, ...] = ()
 
     def merged(self, other: CompileOutcome) -> CompileOutcome:
         return CompileOutcome(
@@ -32,6 +33,7 @@ class CompileOutcome:
             clippy_errors=self.clippy_errors + other.clippy_errors,
             rustc_warnings=self.rustc_warnings + other.rustc_warnings,
             rendered=(self.rendered + other.rendered),
+            error_files=self.error_files + tuple(f for f in other.error_files if f not in self.error_files),
         )
 
 
@@ -62,6 +64,7 @@ def parse_compiler(text: str, *, clippy_pass: bool = True) -> CompileOutcome:
     clippy_errors = 0
     warnings = 0
     rendered: list[str] = []
+    files: list[str] = []
     for diag in _diagnostics(text):
         level = diag.get("level", "")
         code = (diag.get("code") or {}).get("code") or ""
@@ -78,10 +81,13 @@ def parse_compiler(text: str, *, clippy_pass: bool = True) -> CompileOutcome:
             hard += 1
             if code and code not in codes:
                 codes.append(code)
+            for span in diag.get("spans") or []:
+                if span.get("is_primary") and span.get("file_name") not in files:
+                    files.append(span.get("file_name"))
             rendered.append(diag.get("rendered") or message)
         elif level == "warning" and not message.endswith("warning emitted") and "warnings emitted" not in message:
             warnings += 1
-    return CompileOutcome(tuple(codes), hard, tuple(lints), clippy_errors, warnings, "".join(rendered))
+    return CompileOutcome(tuple(codes), hard, tuple(lints), clippy_errors, warnings, "".join(rendered), tuple(files))
 
 
 @dataclass(frozen=True)

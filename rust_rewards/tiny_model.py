@@ -1,22 +1,29 @@
-"""A tiny random-init Qwen2 model and tokenizer built offline, for tests and CPU smoke runs.
+"""A tiny Qwen2 model and tokenizer built offline, for tests and CPU smoke runs.
 
 Nothing is downloaded: the tokenizer is a byte-level BPE trained on a Rust + English corpus generated
-here, and the model is a randomly initialised ``Qwen2ForCausalLM``. ``qwen_shape_config`` gives the
+here, and the model is a randomly initialised ``Qwen2ForCausalLM`` given a short supervised warm start
+(``WarmStart``) so that it answers chat prompts with a ```rust block that cargo sometimes accepts and
+sometimes rejects: the reward functions then see real, varied verdicts. ``qwen_shape_config`` gives the
 exact shape of a real Qwen2.5-Coder model (random weights) for GPU benchmarks without the hub.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import random
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
+from typing import Any
 
-from rust_rewards.prompts import SYSTEM_PROMPT
+from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 """Qwen's special tokens: pad/document end, turn start, turn end (the chat eos)."""
@@ -39,6 +46,9 @@ CHAT_TEMPLATE = (
 """Qwen2.5's chat layout without the tool-calling branches."""
 
 MARKER = "tiny_model.json"
+
+BUNDLED_TASKS = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+"""The repository's bundled tasks: their short reference solutions join the warm-start answers."""
 
 QWEN_SHAPES: dict[str, dict[str, int]] = {
     "Qwen/Qwen2.5-Coder-1.5B-Instruct": dict(
@@ -222,11 +232,195 @@ def train_tokenizer(vocab_size: int):
     return wrapped
 
 
-def _params(hidden_size: int, num_layers: int, vocab_size: int, seed: int) -> dict[str, int]:
-    return {"hidden_size": hidden_size, "num_layers": num_layers, "vocab_size": vocab_size, "seed": seed}
+@dataclass(frozen=True)
+class Exemplar:
+    """A short program that compiles, passes clippy and passes its one test, with prompts asking for it."""
+
+    name: str
+    code: str
+    assertion: str
+    prompts: tuple[str, ...]
 
 
-def _is_complete(out_dir: Path, params: dict[str, int]) -> bool:
+BUILTIN_EXEMPLARS = (
+    Exemplar("add", "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}", "assert_eq!(add(2, 3), 5);",
+             ("Write `pub fn add(a: i32, b: i32) -> i32` that returns the sum of a and b.", "Add two numbers.")),
+    Exemplar("square", "pub fn square(x: i64) -> i64 {\n    x * x\n}", "assert_eq!(square(-4), 16);",
+             ("Write `pub fn square(x: i64) -> i64` that returns x squared.", "Square a number.")),
+    Exemplar("is_even", "pub fn is_even(n: u32) -> bool {\n    n % 2 == 0\n}", "assert!(is_even(10));",
+             ("Write `pub fn is_even(n: u32) -> bool`.", "Check whether a number is even.")),
+    Exemplar("max_of", "pub fn max_of(v: &[i32]) -> Option<i32> {\n    v.iter().copied().max()\n}",
+             "assert_eq!(max_of(&[1, 5, 3]), Some(5));",
+             ("Write `pub fn max_of(v: &[i32]) -> Option<i32>` that returns the largest element.",
+              "Find the maximum of a slice.")),
+    Exemplar("reverse", "pub fn reverse(s: &str) -> String {\n    s.chars().rev().collect()\n}",
+             'assert_eq!(reverse("abc"), "cba");',
+             ("Write `pub fn reverse(s: &str) -> String`.", "Reverse a string.")),
+    Exemplar("count_vowels",
+             'pub fn count_vowels(s: &str) -> usize {\n    s.chars().filter(|c| "aeiou".contains(*c)).count()\n}',
+             'assert_eq!(count_vowels("rust"), 1);',
+             ("Write `pub fn count_vowels(s: &str) -> usize`.", "Count the vowels in a string.")),
+)
+"""Built-in warm-start answers, used with or without the bundled tasks."""
+
+MAX_EXEMPLAR_CHARS = 330
+"""A bundled reference solution becomes a warm-start answer when the whole answer fits in this many
+characters (about 110 tokens of the tiny tokenizer: complete within a 128-token completion)."""
+
+_FIRST_FN = re.compile(r"^pub fn (\w+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The supervised warm start: next-token loss on (chat prompt -> short ```rust answer) pairs.
+
+    The answers are a handful of short, complete programs (``BUILTIN_EXEMPLARS`` plus the bundled
+    reference solutions short enough, see ``warm_start_pairs``); the prompts are the bundled task
+    prompts (each paired with one of those answers) and the exemplars' own prompts. Loss is on the
+    answer tokens only; AdamW with linear warmup then cosine decay. ``threads`` caps torch's CPU
+    threads during the warm start (restored afterwards).
+    """
+
+    steps: int = 250
+    batch_size: int = 8
+    lr: float = 1e-2
+    warmup_steps: int = 20
+    threads: int = 2
+
+
+def answer_block(code: str, name: str | None = None, assertion: str | None = None) -> str:
+    """A fenced ```rust answer: the solution, then (with an assertion) a one-test ``mod tests``."""
+    code = code.strip("\n")
+    if assertion is None:
+        return f"```rust\n{code}\n```"
+    tests = (f"#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn test_{name}() {{\n"
+             f"        {assertion}\n    }}\n}}")
+    return f"```rust\n{code}\n\n{tests}\n```"
+
+
+def _bundled_exemplar(task: Any) -> str | None:
+    """The task's reference solution with its first one-line assertion as a test, if short enough."""
+    match = _FIRST_FN.search(task.reference_code)
+    if task.test_shape not in ("unit", "main") or match is None:
+        return None
+    name = match.group(1)
+    assertions = [line.strip() for line in task.reference_tests.splitlines()
+                  if line.strip().startswith("assert") and line.strip().endswith(";") and f"{name}(" in line]
+    if not assertions:
+        return None
+    answer = answer_block(task.reference_code, name, assertions[0])
+    return answer if len(answer) <= MAX_EXEMPLAR_CHARS else None
+
+
+def warm_start_pairs(tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
+                     seed: int = 0) -> list[tuple[str, str]]:
+    """The (task prompt, answer) pairs of the warm start.
+
+    Answers: each built-in exemplar with and without its test module, and every bundled task whose
+    reference solution fits ``MAX_EXEMPLAR_CHARS`` (with one of its own assertions as a test). Prompts:
+    the exemplars' own prompts (also lengthened with English filler, so long prompts are seen without
+    the bundled file), and every bundled task prompt with its own answer or a seeded random exemplar.
+    A missing ``tasks_path`` (or None) leaves the built-in pairs only.
+    """
+    from rust_rewards.importers import load_file
+
+    rng = random.Random(seed)
+    tasks = load_file(tasks_path) if tasks_path is not None and Path(tasks_path).is_file() else []
+    pairs: list[tuple[str, str]] = []
+    for ex in BUILTIN_EXEMPLARS:
+        filler = " ".join(rng.sample(_ENGLISH, k=6))
+        for prompt in (*ex.prompts, f"{ex.prompts[0]} {filler}"):
+            pairs += [(prompt, answer_block(ex.code, ex.name, ex.assertion)), (prompt, answer_block(ex.code))]
+    answers = [answer for _, answer in pairs]
+    own = {t.task_id: a for t in tasks if (a := _bundled_exemplar(t)) is not None}
+    answers += own.values()
+    pairs += [(t.prompt, own.get(t.task_id) or rng.choice(answers)) for t in tasks]
+    return pairs
+
+
+def _corpus_hash(pairs: list[tuple[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()[:16]
+
+
+def _length_batches(lengths: list[int], batch_size: int, rng: random.Random) -> Iterator[list[int]]:
+    """Endless batches of indices: every epoch, items sorted by length (ties shuffled) are cut into
+    batches, which are served in random order (little padding, every item once per epoch)."""
+    while True:
+        order = sorted(rng.sample(range(len(lengths)), len(lengths)), key=lengths.__getitem__)
+        batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        rng.shuffle(batches)
+        yield from batches
+
+
+def _batch(tokenized: list[tuple[list[int], list[int]]], pad_id: int):
+    """Left-padded prompt prefixes and right-padded (last prompt token + answer) tails, with labels."""
+    import torch
+
+    n = len(tokenized)
+    width = max(len(p) for p, _ in tokenized) - 1
+    length = max(len(a) for _, a in tokenized) + 1
+    prefix = torch.full((n, width), pad_id)
+    tail = torch.full((n, length), pad_id)
+    mask = torch.zeros((n, width + length), dtype=torch.long)
+    labels = torch.full((n, length), -100)
+    for i, (prompt, answer) in enumerate(tokenized):
+        prefix[i, width - len(prompt) + 1:] = torch.tensor(prompt[:-1])
+        tail[i, :len(answer) + 1] = torch.tensor([prompt[-1], *answer])
+        mask[i, width - len(prompt) + 1:width + len(answer) + 1] = 1
+        labels[i, :len(answer)] = torch.tensor(answer)
+    return prefix, tail, mask, labels
+
+
+def warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart, seed: int) -> list[float]:
+    """Train ``model`` in place on ``pairs``; return the loss of every step.
+
+    Only the answer tokens carry loss, and the prompt prefix runs without gradient (its keys and values
+    come from a no-grad pass): most tokens are prompt, so this roughly halves the cost of a step.
+    """
+    import torch
+
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    tokenized = [
+        (tokenizer.apply_chat_template(chat_messages(prompt), add_generation_prompt=True, tokenize=True,
+                                       return_dict=True)["input_ids"],
+         tokenizer(answer, add_special_tokens=False).input_ids + [eos])
+        for prompt, answer in pairs
+    ]
+    batches = _length_batches([len(p) for p, _ in tokenized], config.batch_size, random.Random(seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+
+    def schedule(step: int) -> float:
+        return min(1.0, (step + 1) / config.warmup_steps) * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    losses: list[float] = []
+    model.train()
+    for _ in range(config.steps):
+        prefix, tail, mask, labels = _batch([tokenized[i] for i in next(batches)], tokenizer.pad_token_id)
+        with torch.no_grad():
+            cache = model.model(input_ids=prefix, attention_mask=mask[:, :prefix.shape[1]],
+                                use_cache=True).past_key_values
+        hidden = model.model(input_ids=tail, attention_mask=mask, past_key_values=cache).last_hidden_state
+        keep = labels != -100
+        loss = torch.nn.functional.cross_entropy(model.lm_head(hidden[keep]), labels[keep])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+def _params(hidden_size: int, num_layers: int, vocab_size: int, seed: int,
+            warm: WarmStart | None, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    warm_params = None if warm is None else {**asdict(warm), "corpus": _corpus_hash(pairs), "pairs": len(pairs)}
+    return {"hidden_size": hidden_size, "num_layers": num_layers, "vocab_size": vocab_size, "seed": seed,
+            "warm_start": warm_params}
+
+
+def _is_complete(out_dir: Path, params: dict[str, Any]) -> bool:
     marker = out_dir / MARKER
     try:
         return json.loads(marker.read_text()) == params
@@ -241,18 +435,23 @@ def build_tiny_model(
     num_layers: int = 2,
     vocab_size: int = 4096,
     seed: int = 0,
+    warm: WarmStart | None = WarmStart(),
+    tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
 ) -> Path:
-    """Build (or reuse) a random-init Qwen2 causal LM and its tokenizer in ``out_dir``.
+    """Build (or reuse) a tiny Qwen2 causal LM and its tokenizer in ``out_dir``.
 
+    ``warm`` (None: keep the random init) is the supervised warm start on ``warm_start_pairs(tasks_path)``.
     The result loads with ``AutoModelForCausalLM.from_pretrained(out_dir)`` and
-    ``AutoTokenizer.from_pretrained(out_dir)``. A complete build with the same parameters is
-    reused; otherwise the model is built in a temporary sibling directory and moved into place.
+    ``AutoTokenizer.from_pretrained(out_dir)``. A complete build with the same parameters and warm-start
+    corpus is reused; otherwise the model is built in a temporary sibling directory and moved into place.
+    Deterministic for a seed on one machine; torch's global RNG and thread count are left as found.
     """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     out = Path(out_dir)
-    params = _params(hidden_size, num_layers, vocab_size, seed)
+    pairs = warm_start_pairs(tasks_path, seed) if warm is not None else []
+    params = _params(hidden_size, num_layers, vocab_size, seed, warm, pairs)
     if _is_complete(out, params):
         return out
     if hidden_size % 8:
@@ -262,6 +461,7 @@ def build_tiny_model(
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    threads = torch.get_num_threads()
     try:
         tokenizer = train_tokenizer(vocab_size)
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
@@ -279,8 +479,12 @@ def build_tiny_model(
             eos_token_id=ids["<|im_end|>"],
             pad_token_id=ids["<|endoftext|>"],
         )
-        torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = Qwen2ForCausalLM(config)
+            if warm is not None:
+                torch.set_num_threads(max(1, min(warm.threads, os.cpu_count() or 1)))
+                warm_start(model, tokenizer, pairs, warm, seed)
         model.generation_config = GenerationConfig(
             bos_token_id=ids["<|endoftext|>"],
             eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],
@@ -298,6 +502,7 @@ def build_tiny_model(
             if not _is_complete(out, params):
                 raise
     finally:
+        torch.set_num_threads(threads)
         shutil.rmtree(tmp, ignore_errors=True)
     return out
 

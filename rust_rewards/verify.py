@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards import sandbox
-from rust_rewards.crate import HIDDEN, CrateLayout, hidden_expected, rewrite_lib, write_crate
+from rust_rewards.crate import HIDDEN, HIDDEN_FILE, CrateLayout, hidden_expected, rewrite_lib, write_crate
 from rust_rewards.diagnostics import CompileOutcome, TestRun, parse_compiler, parse_libtest
 from rust_rewards.report import Report, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
@@ -234,10 +234,12 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
             ]),
             *([test_step] if harness else []), *integration_steps,
         ], limits=limits))
-    harness_ok = False
+    own_binary = hidden_binary = f"target/{name}-test"
+    own_ok = hidden_ok_compile = False
     if harness:
         test = compiled["test_compile"]
         harness_ok = test.returncode == 0 and not test.timed_out
+        test_outcome = parse_compiler(test.stderr, clippy_pass=False)
         if not harness_ok and eager:
             codegen = job.run("build_codegen", [
                 *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
@@ -248,24 +250,37 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
                     job.timed_out.append("build")
                 return _report(job, facts, False, outcome.merged(parse_compiler(codegen.stderr, clippy_pass=False)),
                                TestCounts(expected=own_expected), _skipped(layout))
-        outcome = outcome.merged(parse_compiler(test.stderr, clippy_pass=False))
-    hidden_binary = f"target/{name}-test"
-    hidden_ok_compile = harness_ok
-    if layout.hidden_in_lib and not harness_ok:
-        rewrite_lib(layout, strip_test_code(code))
-        again = job.run("hidden_compile", [
-            *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
-            "-C", "prefer-dynamic", "-o", f"target/{name}-hidden",
-        ], limits=limits)
-        hidden_binary = f"target/{name}-hidden"
-        hidden_ok_compile = again.returncode == 0 and not again.timed_out
+        own_ok = hidden_ok_compile = harness_ok
+        if not harness_ok and layout.hidden_in_lib:
+            if HIDDEN_FILE in test_outcome.error_files:
+                # The reference tests do not compile against this code: judge the model's own tests alone.
+                hidden_ok_compile = False
+                if own_expected:
+                    rewrite_lib(layout, code, hidden_hook=False)
+                    alone = job.run("test_compile", [
+                        *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
+                        "-C", "prefer-dynamic", "-o", f"target/{name}-own",
+                    ], limits=limits)
+                    own_binary = f"target/{name}-own"
+                    own_ok = alone.returncode == 0 and not alone.timed_out
+                    test_outcome = parse_compiler(alone.stderr, clippy_pass=False)
+            else:
+                # The model's own test code does not compile: judge the hidden tests without it.
+                rewrite_lib(layout, strip_test_code(code))
+                again = job.run("hidden_compile", [
+                    *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
+                    "-C", "prefer-dynamic", "-o", f"target/{name}-hidden",
+                ], limits=limits)
+                hidden_binary = f"target/{name}-hidden"
+                hidden_ok_compile = again.returncode == 0 and not again.timed_out
+        outcome = outcome.merged(test_outcome)
     integration_ok = all(
         (res := compiled.get(step.name)) is not None and res.returncode == 0 and not res.timed_out
         for step in integration_steps
     )
     runs = []
-    if own_expected and harness_ok:
-        runs.append(sandbox.Step("test", [f"target/{name}-test", "--skip", f"{HIDDEN}::", "--test-threads=1"]))
+    if own_expected and own_ok:
+        runs.append(sandbox.Step("test", [own_binary, "--skip", f"{HIDDEN}::", "--test-threads=1"]))
     if layout.hidden_in_lib and hidden_ok_compile:
         runs.append(sandbox.Step("hidden", [hidden_binary, f"{HIDDEN}::", "--include-ignored", "--test-threads=1"]))
     if layout.integration_tests and integration_ok:
@@ -275,7 +290,7 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
     results = job.run_steps("run", runs, limits=job.config.run_limits, writable=False) if runs else {}
     for result in results.values():
         job.outputs.append(result.stdout)
-    own = _counts_from(results, ["test"], own_expected, compiled=harness_ok, timed_out="test" in job.timed_out)
+    own = _counts_from(results, ["test"], own_expected, compiled=own_ok, timed_out="test" in job.timed_out)
     hidden: TestCounts | None = _skipped(layout)
     if layout.hidden_in_lib:
         hidden = _counts_from(results, ["hidden"], layout.hidden_expected, compiled=hidden_ok_compile,
@@ -342,22 +357,32 @@ def _verify_cargo(job: _Job, code: str, facts) -> Report:
     own_expected = len(facts.test_fns)
     own = TestCounts(expected=own_expected)
     hidden = _skipped(layout)
-    harness_ok = False
     if own_expected or layout.hidden_in_lib:
-        compile_ = _cargo(job, "test_compile", ["test", "--lib", "--no-run", *release], limits=limits)
-        outcome = outcome.merged(parse_compiler(compile_.stdout, clippy_pass=False))
-        harness_ok = compile_.returncode == 0 and not compile_.timed_out
+        no_run = ["test", "--lib", "--no-run", *release]
+        compile_ = _cargo(job, "test_compile", no_run, limits=limits)
+        test_outcome = parse_compiler(compile_.stdout, clippy_pass=False)
+        own_ok = hidden_ok = compile_.returncode == 0 and not compile_.timed_out
+        hidden_broken = not own_ok and layout.hidden_in_lib and HIDDEN_FILE in test_outcome.error_files
+        if hidden_broken:
+            # The reference tests do not compile against this code: judge the model's own tests alone.
+            if own_expected:
+                rewrite_lib(layout, code, hidden_hook=False)
+                alone = _cargo(job, "test_compile", no_run, limits=limits)
+                own_ok = alone.returncode == 0 and not alone.timed_out
+                test_outcome = parse_compiler(alone.stdout, clippy_pass=False)
+        outcome = outcome.merged(test_outcome)
         if own_expected:
             own = _cargo_tests(job, "test", ["--lib", *release], ["--skip", f"{HIDDEN}::"], own_expected,
-                               compiled=harness_ok)
-    if layout.hidden_in_lib:
-        if not harness_ok:
-            rewrite_lib(layout, strip_test_code(code))
-            again = _cargo(job, "hidden_compile", ["test", "--lib", "--no-run", *release], limits=limits)
-            harness_ok = again.returncode == 0 and not again.timed_out
-        hidden = _cargo_tests(job, "hidden", ["--lib", *release], [f"{HIDDEN}::", "--include-ignored"],
-                              layout.hidden_expected, compiled=harness_ok)
-    elif layout.integration_tests:
+                               compiled=own_ok)
+        if layout.hidden_in_lib:
+            if not hidden_ok and not hidden_broken:
+                # The model's own test code does not compile: judge the hidden tests without it.
+                rewrite_lib(layout, strip_test_code(code))
+                again = _cargo(job, "hidden_compile", no_run, limits=limits)
+                hidden_ok = again.returncode == 0 and not again.timed_out
+            hidden = _cargo_tests(job, "hidden", ["--lib", *release], [f"{HIDDEN}::", "--include-ignored"],
+                                  layout.hidden_expected, compiled=hidden_ok)
+    if layout.integration_tests:
         compile_ = _cargo(job, "hidden_compile", ["test", "--tests", "--no-run", *release], limits=limits)
         ok = compile_.returncode == 0 and not compile_.timed_out
         targets = [arg for rel in layout.integration_tests for arg in ("--test", Path(rel).stem)]

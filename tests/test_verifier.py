@@ -345,3 +345,14 @@ def test_no_code_counts_as_hidden_failure(verifier):
     assert not report.has_code and report.hidden_tests.expected == 2 and not report.hidden_ok
     assert report.flat()["hidden_ok"] is False and report.flat()["hidden_total"] == 2
     assert rewards.rewards_from_report(report)["hidden_test_reward"] == 0.0
+
+
+def test_hidden_tests_that_do_not_compile_leave_own_tests_alone(verifier, cargo_verifier):
+    renamed = SQUARE.replace("square", "sq") + SQUARE_TESTS.replace("square", "sq")
+    for v in (verifier, cargo_verifier):
+        with_hidden = v.verify(rust(renamed), HiddenTests(HIDDEN_UNIT))
+        alone = v.verify(rust(renamed))
+        assert with_hidden.tests_ok and with_hidden.own_tests.passed == 2, v.config.mode
+        assert not with_hidden.hidden_ok and with_hidden.hidden_tests.passed == 0
+        scores = [rewards.rewards_from_report(r)["test_reward"] for r in (with_hidden, alone)]
+        assert scores == [2.0, 2.0]
