@@ -18,6 +18,7 @@ with app.setup:
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
     from rust_rewards.importers import load_tasks
     from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, summarize
+    from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
     from rust_rewards.verifier import configure_verifier, get_verifier
 
@@ -282,14 +283,7 @@ def _(params):
     if mo.app_meta().mode == "script":
         results, summaries = run_eval(params, progress=log_progress)
     else:
-        with mo.status.progress_bar(total=1, title="Verifying", remove_on_exit=True) as bar:
-            seen = {"done": 0}
-
-            def _progress(done: int, total: int) -> None:
-                bar.total = max(total, 1)
-                bar.update(increment=done - seen["done"])
-                seen["done"] = done
-
+        with marimo_progress("Verifying") as _progress:
             results, summaries = run_eval(params, progress=_progress)
     mo.md(f"Wrote `{Path(params.out) / 'results.parquet'}` and `{Path(params.out) / 'summary.json'}`")
     return results, summaries

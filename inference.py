@@ -25,6 +25,7 @@ with app.setup:
         vllm_available,
     )
     from rust_rewards.importers import load_tasks
+    from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
 
     log = logging.getLogger("inference")
@@ -208,14 +209,7 @@ def _(params):
     if mo.app_meta().mode == "script":
         predictions = run_inference(params, progress=log_progress)
     else:
-        with mo.status.progress_bar(total=1, title="Generating", remove_on_exit=True) as bar:
-            seen = {"done": 0}
-
-            def _progress(done: int, total: int) -> None:
-                bar.total = max(total, 1)
-                bar.update(increment=done - seen["done"])
-                seen["done"] = done
-
+        with marimo_progress("Generating") as _progress:
             predictions = run_inference(params, progress=_progress)
     mo.md(f"Wrote **{len(predictions)}** rows to `{params.out_path()}`")
     return (predictions,)

@@ -22,6 +22,7 @@ with app.setup:
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
     from rust_rewards.importers import load_tasks
+    from rust_rewards.progress import marimo_progress
     from rust_rewards.prompts import chat_messages
     from rust_rewards.tasks import TASK_COLUMNS, Task
 
@@ -472,30 +473,6 @@ def run_pipeline(params: Params, progress: Callable[[int, int], None] | bool | N
     return PipelineResult(train, held_out, stages, manifest)
 
 
-@app.class_definition
-class BarProgress:
-    """Feeds the verifier's ``progress(done, total)`` calls to a marimo progress bar opened on first use."""
-
-    def __init__(self, title: str) -> None:
-        self.title = title
-        self._bar: Any = None
-        self._shown = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            self._bar = mo.status.progress_bar(total=total, title=self.title)
-            self._progress = self._bar.__enter__()
-        self._progress.update(increment=done - self._shown)
-        self._shown = done
-        if done >= total:
-            self.close()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-
-
 @app.cell
 def _():
     is_script = mo.app_meta().mode == "script"
@@ -548,12 +525,12 @@ def _(cli_params, form, is_script):
 
 @app.cell
 def _(is_script, params):
-    _progress = True if is_script else BarProgress("Verifying reference solutions")
-    try:
-        result = run_pipeline(params, progress=_progress, log=lambda line: print(line, file=sys.stderr))
-    finally:
-        if isinstance(_progress, BarProgress):
-            _progress.close()
+    _log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    if is_script:
+        result = run_pipeline(params, progress=True, log=_log)
+    else:
+        with marimo_progress("Verifying reference solutions") as _progress:
+            result = run_pipeline(params, progress=_progress, log=_log)
     return (result,)
 
 
