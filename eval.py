@@ -283,7 +283,7 @@ def _(params):
     if mo.app_meta().mode == "script":
         results, summaries = run_eval(params, progress=log_progress)
     else:
-        with marimo_progress("Verifying") as _progress:
+        with marimo_progress("Verifying", remove_on_exit=True) as _progress:
             results, summaries = run_eval(params, progress=_progress)
     mo.md(f"Wrote `{Path(params.out) / 'results.parquet'}` and `{Path(params.out) / 'summary.json'}`")
     return results, summaries

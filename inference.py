@@ -209,7 +209,7 @@ def _(params):
     if mo.app_meta().mode == "script":
         predictions = run_inference(params, progress=log_progress)
     else:
-        with marimo_progress("Generating") as _progress:
+        with marimo_progress("Generating", remove_on_exit=True) as _progress:
             predictions = run_inference(params, progress=_progress)
     mo.md(f"Wrote **{len(predictions)}** rows to `{params.out_path()}`")
     return (predictions,)

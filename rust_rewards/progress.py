@@ -7,11 +7,11 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def marimo_progress(title: str) -> Iterator[Callable[[int, int], None]]:
+def marimo_progress(title: str, *, remove_on_exit: bool = False) -> Iterator[Callable[[int, int], None]]:
     """A callback that drives a marimo progress bar; the total may change (it is known late)."""
     import marimo as mo
 
-    with mo.status.progress_bar(total=1, title=title, remove_on_exit=True) as bar:
+    with mo.status.progress_bar(total=1, title=title, remove_on_exit=remove_on_exit) as bar:
         shown = [0]
 
         def update(done: int, total: int) -> None:
