@@ -59,7 +59,7 @@ def _():
 
     TRL's `GRPOTrainer` samples `num_generations` completions per task prompt, the reward functions
     of `rust_rewards.rewards` score them with the Rust toolchain, and a LoRA adapter learns from the
-    group-relative advantages. Two presets: **tiny** (a random 0.4M-parameter Qwen2 built locally,
+    group-relative advantages. Two presets: **tiny** (a 0.4M-parameter Qwen2 built and warm-started locally,
     CPU, seconds per step: a smoke test of the whole loop) and **real** (Qwen2.5-Coder-1.5B-Instruct
     on a GPU). Script: `python train.py --preset tiny --max-steps 2 --output-dir outputs/t`.
     Outputs: `params.json`, `metrics.jsonl`, `completions/step_NNNNNN.parquet`, `checkpoint-N/`,
@@ -160,7 +160,7 @@ def preset_params(preset: str = "tiny") -> TrainParams:
             lr=1e-4,
             weight_decay=0.0,
             num_generations=4,
-            max_completion_length=64,
+            max_completion_length=128,
             per_device_train_batch_size=8,
             gradient_accumulation_steps=1,
             gradient_checkpointing=False,

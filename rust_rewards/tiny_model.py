@@ -23,7 +23,9 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from rust_rewards.importers import load_file
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
+from rust_rewards.tasks import Task
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 """Qwen's special tokens: pad/document end, turn start, turn end (the chat eos)."""
@@ -247,8 +249,8 @@ BUILTIN_EXEMPLARS = (
              ("Write `pub fn add(a: i32, b: i32) -> i32` that returns the sum of a and b.", "Add two numbers.")),
     Exemplar("square", "pub fn square(x: i64) -> i64 {\n    x * x\n}", "assert_eq!(square(-4), 16);",
              ("Write `pub fn square(x: i64) -> i64` that returns x squared.", "Square a number.")),
-    Exemplar("is_even", "pub fn is_even(n: u32) -> bool {\n    n % 2 == 0\n}", "assert!(is_even(10));",
-             ("Write `pub fn is_even(n: u32) -> bool`.", "Check whether a number is even.")),
+    Exemplar("is_upper", "pub fn is_upper(c: char) -> bool {\n    c.is_ascii_uppercase()\n}", "assert!(is_upper('Q'));",
+             ("Write `pub fn is_upper(c: char) -> bool`.", "Check whether a letter is upper case.")),
     Exemplar("max_of", "pub fn max_of(v: &[i32]) -> Option<i32> {\n    v.iter().copied().max()\n}",
              "assert_eq!(max_of(&[1, 5, 3]), Some(5));",
              ("Write `pub fn max_of(v: &[i32]) -> Option<i32>` that returns the largest element.",
@@ -285,7 +287,7 @@ class WarmStart:
     batch_size: int = 8
     lr: float = 1e-2
     warmup_steps: int = 20
-    threads: int = 2
+    threads: int = 1
 
 
 def answer_block(code: str, name: str | None = None, assertion: str | None = None) -> str:
@@ -298,7 +300,7 @@ def answer_block(code: str, name: str | None = None, assertion: str | None = Non
     return f"```rust\n{code}\n\n{tests}\n```"
 
 
-def _bundled_exemplar(task: Any) -> str | None:
+def _bundled_exemplar(task: Task) -> str | None:
     """The task's reference solution with its first one-line assertion as a test, if short enough."""
     match = _FIRST_FN.search(task.reference_code)
     if task.test_shape not in ("unit", "main") or match is None:
@@ -319,13 +321,13 @@ def warm_start_pairs(tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
     Answers: each built-in exemplar with and without its test module, and every bundled task whose
     reference solution fits ``MAX_EXEMPLAR_CHARS`` (with one of its own assertions as a test). Prompts:
     the exemplars' own prompts (also lengthened with English filler, so long prompts are seen without
-    the bundled file), and every bundled task prompt with its own answer or a seeded random exemplar.
-    A missing ``tasks_path`` (or None) leaves the built-in pairs only.
+    the bundled file), and every task prompt with its own answer or a seeded random exemplar.
+    ``tasks_path=None``, or the default bundled file missing, leaves the built-in pairs only; any other
+    task file must exist.
     """
-    from rust_rewards.importers import load_file
-
     rng = random.Random(seed)
-    tasks = load_file(tasks_path) if tasks_path is not None and Path(tasks_path).is_file() else []
+    absent = tasks_path is None or Path(tasks_path) == BUNDLED_TASKS and not BUNDLED_TASKS.is_file()
+    tasks = [] if absent else load_file(tasks_path)
     pairs: list[tuple[str, str]] = []
     for ex in BUILTIN_EXEMPLARS:
         filler = " ".join(rng.sample(_ENGLISH, k=6))
@@ -371,7 +373,7 @@ def _batch(tokenized: list[tuple[list[int], list[int]]], pad_id: int):
     return prefix, tail, mask, labels
 
 
-def warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart, seed: int) -> list[float]:
+def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart, seed: int) -> list[float]:
     """Train ``model`` in place on ``pairs``; return the loss of every step.
 
     Only the answer tokens carry loss, and the prompt prefix runs without gradient (its keys and values
@@ -414,10 +416,11 @@ def warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart
 
 
 def _params(hidden_size: int, num_layers: int, vocab_size: int, seed: int,
-            warm: WarmStart | None, pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    warm_params = None if warm is None else {**asdict(warm), "corpus": _corpus_hash(pairs), "pairs": len(pairs)}
+            warm_start: WarmStart | None, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The marker's content: the shape, the seed and the warm start with a hash of its corpus."""
+    warm = None if warm_start is None else {**asdict(warm_start), "corpus": _corpus_hash(pairs), "pairs": len(pairs)}
     return {"hidden_size": hidden_size, "num_layers": num_layers, "vocab_size": vocab_size, "seed": seed,
-            "warm_start": warm_params}
+            "warm_start": warm}
 
 
 def _is_complete(out_dir: Path, params: dict[str, Any]) -> bool:
@@ -435,12 +438,12 @@ def build_tiny_model(
     num_layers: int = 2,
     vocab_size: int = 4096,
     seed: int = 0,
-    warm: WarmStart | None = WarmStart(),
+    warm_start: WarmStart | None = WarmStart(),
     tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
 ) -> Path:
     """Build (or reuse) a tiny Qwen2 causal LM and its tokenizer in ``out_dir``.
 
-    ``warm`` (None: keep the random init) is the supervised warm start on ``warm_start_pairs(tasks_path)``.
+    ``warm_start`` (None: keep the random init) runs on ``warm_start_pairs(tasks_path, seed)``.
     The result loads with ``AutoModelForCausalLM.from_pretrained(out_dir)`` and
     ``AutoTokenizer.from_pretrained(out_dir)``. A complete build with the same parameters and warm-start
     corpus is reused; otherwise the model is built in a temporary sibling directory and moved into place.
@@ -450,8 +453,8 @@ def build_tiny_model(
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     out = Path(out_dir)
-    pairs = warm_start_pairs(tasks_path, seed) if warm is not None else []
-    params = _params(hidden_size, num_layers, vocab_size, seed, warm, pairs)
+    pairs = warm_start_pairs(tasks_path, seed) if warm_start is not None else []
+    params = _params(hidden_size, num_layers, vocab_size, seed, warm_start, pairs)
     if _is_complete(out, params):
         return out
     if hidden_size % 8:
@@ -482,9 +485,9 @@ def build_tiny_model(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = Qwen2ForCausalLM(config)
-            if warm is not None:
-                torch.set_num_threads(max(1, min(warm.threads, os.cpu_count() or 1)))
-                warm_start(model, tokenizer, pairs, warm, seed)
+            if warm_start is not None:
+                torch.set_num_threads(max(1, min(warm_start.threads, os.cpu_count() or 1)))
+                train_warm_start(model, tokenizer, pairs, warm_start, seed)
         model.generation_config = GenerationConfig(
             bos_token_id=ids["<|endoftext|>"],
             eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],

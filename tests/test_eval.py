@@ -23,7 +23,6 @@ from eval import (
 from rust_rewards.importers import load_tasks
 from rust_rewards.metrics import summarize
 from rust_rewards.report import Report
-from rust_rewards.tiny_model import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
@@ -161,11 +160,11 @@ def test_side_by_side_reference_versus_stub(tmp_path) -> None:
     assert pass_at_k_chart(summaries).to_dict()["layer"][0]["mark"]["type"] == "line"
 
 
-def test_tiny_model_end_to_end_scripts(tmp_path) -> None:
-    """inference.py then eval.py, both run as scripts, on 4 bundled tasks with the tiny random model."""
+def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
+    """inference.py then eval.py, both run as scripts, on 4 bundled tasks with the tiny warm-started model."""
     if not BUNDLED.exists():
         pytest.fail(f"{BUNDLED} is missing")
-    model = build_tiny_model(tmp_path / "tiny")
+    model = tiny_model_dir
     preds, out = tmp_path / "preds" / "tiny.parquet", tmp_path / "eval"
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run([sys.executable, str(REPO / "inference.py"), "--model", str(model), "--tasks", str(BUNDLED),

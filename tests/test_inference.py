@@ -20,14 +20,13 @@ from rust_rewards.generation import (
 )
 from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.tasks import Task
-from rust_rewards.tiny_model import build_tiny_model
 
 GREEDY = SamplingParams(n=1, greedy=True, max_new_tokens=12)
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+def tiny(tiny_model_dir):
+    return tiny_model_dir
 
 
 @pytest.fixture(scope="module")

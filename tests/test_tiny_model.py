@@ -1,15 +1,35 @@
-"""The offline tiny Qwen2 model: builds, reloads with Auto classes, keeps token ids, chats, caches."""
+"""The offline tiny Qwen2 model: builds, reloads with Auto classes, keeps token ids, chats, caches, and its
+warm start makes it answer with ```rust blocks that cargo sometimes accepts and sometimes rejects."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2ForCausalLM
 
+from rust_rewards.extract import extract_rust
+from rust_rewards.importers import TaskSourceError, load_file
 from rust_rewards.prompts import chat_messages
-from rust_rewards.tiny_model import MARKER, build_tiny_model, qwen_shape_config, train_tokenizer
+from rust_rewards.tasks import Task
+from rust_rewards.tiny_model import (
+    BUILTIN_EXEMPLARS,
+    BUNDLED_TASKS,
+    MARKER,
+    WarmStart,
+    answer_block,
+    build_tiny_model,
+    qwen_shape_config,
+    train_tokenizer,
+    train_warm_start,
+    warm_start_pairs,
+)
+from rust_rewards.verifier import get_verifier
+
+SMALL = {"hidden_size": 32, "num_layers": 1, "vocab_size": 512, "seed": 1}
+QUICK = WarmStart(steps=3, batch_size=4)
 
 SAMPLES = (
     "```rust\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n```",
@@ -80,10 +100,103 @@ def test_cache_reuses_and_rebuilds(tiny, tmp_path):
     assert time.perf_counter() - start < 0.5
     assert (tiny / "model.safetensors").stat().st_mtime_ns == mtime
 
-    other = build_tiny_model(tmp_path / "m", hidden_size=32, num_layers=1, vocab_size=512, seed=1)
+    other = build_tiny_model(tmp_path / "m", **SMALL, warm_start=None)
     assert AutoModelForCausalLM.from_pretrained(other).config.hidden_size == 32
-    rebuilt = build_tiny_model(other, hidden_size=48, num_layers=1, vocab_size=512, seed=1)
+    assert json.loads((other / MARKER).read_text())["warm_start"] is None
+    random_init = (other / "model.safetensors").read_bytes()
+
+    warmed = build_tiny_model(other, **SMALL, warm_start=QUICK, tasks_path=None)
+    marker = json.loads((warmed / MARKER).read_text())["warm_start"]
+    assert marker["steps"] == 3 and marker["pairs"] == len(warm_start_pairs(None))
+    assert (warmed / "model.safetensors").read_bytes() != random_init
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(Task("one", "Write `pub fn one() -> i32`.").to_row()) + "\n")
+    retrained = build_tiny_model(other, **SMALL, warm_start=QUICK, tasks_path=tasks)
+    changed = json.loads((retrained / MARKER).read_text())["warm_start"]
+    assert changed["pairs"] == marker["pairs"] + 1 and changed["corpus"] != marker["corpus"]
+
+    rebuilt = build_tiny_model(other, **{**SMALL, "hidden_size": 48}, warm_start=None)
     assert AutoModelForCausalLM.from_pretrained(rebuilt).config.hidden_size == 48
+
+
+def test_build_is_deterministic_and_leaves_torch_state(tmp_path):
+    torch.set_num_threads(2)
+    rng_state = torch.get_rng_state()
+    first = build_tiny_model(tmp_path / "a", **SMALL, warm_start=QUICK, tasks_path=None)
+    second = build_tiny_model(tmp_path / "b", **SMALL, warm_start=QUICK, tasks_path=None)
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+    assert torch.get_num_threads() == 2
+    assert torch.equal(torch.get_rng_state(), rng_state)
+
+
+def test_warm_start_pairs():
+    builtin = warm_start_pairs(None)
+    assert len(builtin) == 6 * len(BUILTIN_EXEMPLARS)
+    assert all(a.startswith("```rust\n") and a.endswith("\n```") and extract_rust(a) for _, a in builtin)
+    assert warm_start_pairs(None, seed=0) == builtin and warm_start_pairs(None, seed=1) != builtin
+    assert answer_block("pub fn a() {}") == "```rust\npub fn a() {}\n```"
+    tested = answer_block("pub fn a() {}", "a", "assert!(a());")
+    assert tested.endswith("\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n"
+                           "    fn test_a() {\n        assert!(a());\n    }\n}\n```")
+    with pytest.raises(TaskSourceError, match="not found"):
+        warm_start_pairs("/nonexistent/tasks.jsonl")
+    if not BUNDLED_TASKS.is_file():
+        assert warm_start_pairs() == builtin
+        return
+    tasks = load_file(BUNDLED_TASKS)
+    bundled = warm_start_pairs()
+    assert bundled[:len(builtin)] == builtin and [p for p, _ in bundled[len(builtin):]] == [t.prompt for t in tasks]
+    own = [(t, a) for t, (_, a) in zip(tasks, bundled[len(builtin):], strict=True) if t.reference_code.strip() in a]
+    assert len(own) >= 2 and all("#[cfg(test)]" in a for _, a in own)
+
+
+def test_warm_start_answers_all_pass_cargo():
+    """Every answer the warm start teaches builds, passes clippy and its test; bundled ones pass hidden tests."""
+    answers = sorted({a for _, a in warm_start_pairs()})
+    tasks = load_file(BUNDLED_TASKS) if BUNDLED_TASKS.is_file() else []
+    hidden = {a: t.hidden_tests() for t in tasks for a in answers if t.reference_code.strip() in a}
+    assert len(hidden) >= 2 or not tasks
+    reports = get_verifier().verify_many(answers, [hidden.get(a) for a in answers])
+    for answer, report in zip(answers, reports, strict=True):
+        assert report.build_ok and report.clippy_ok, (answer, report.diagnostics)
+        with_tests = "#[cfg(test)]" in answer
+        assert report.tests_ok == with_tests, (answer, report.diagnostics)
+        if answer in hidden:
+            assert report.hidden_ok, (answer, report.diagnostics)
+
+
+def test_train_warm_start_lowers_the_loss(tiny):
+    tok = AutoTokenizer.from_pretrained(tiny)
+    config = AutoModelForCausalLM.from_pretrained(tiny).config
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config)
+    pairs = warm_start_pairs(None)[:6]
+    losses = train_warm_start(model, tok, pairs, WarmStart(steps=30, batch_size=4, warmup_steps=5), seed=0)
+    assert len(losses) == 30 and sum(losses[-5:]) / 5 < losses[0] / 2
+    assert not model.training
+
+
+def test_warm_started_model_writes_rust_that_cargo_judges(tiny):
+    """Sampled like GRPO does (temperature 1, 64 new tokens): most answers hold a ```rust block, and cargo
+    accepts some of them and rejects others, so the rewards of a tiny training run vary."""
+    tok = AutoTokenizer.from_pretrained(tiny)
+    model = AutoModelForCausalLM.from_pretrained(tiny)
+    tasks = load_file(BUNDLED_TASKS) if BUNDLED_TASKS.is_file() else []
+    prompts = [t.prompt for t in tasks] or [p for ex in BUILTIN_EXEMPLARS for p in ex.prompts]
+    torch.manual_seed(0)
+    completions = []
+    for prompt in prompts:
+        enc = tok.apply_chat_template(chat_messages(prompt), add_generation_prompt=True, return_dict=True,
+                                      return_tensors="pt")
+        out = model.generate(**enc, max_new_tokens=64, do_sample=True, temperature=1.0, top_p=1.0, top_k=0)
+        completions.append(tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True))
+    fenced = [c for c in completions if c.lstrip().startswith("```rust") and "fn " in extract_rust(c)]
+    assert len(fenced) > len(prompts) / 2, completions[:5]
+    reports = get_verifier().verify_many(completions)
+    builds = sum(r.build_ok for r in reports)
+    assert 0 < builds < len(prompts)
+    assert any(r.has_code and not r.build_ok and r.diagnostics for r in reports)
 
 
 def test_refuses_foreign_directory(tmp_path):
