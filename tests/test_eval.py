@@ -169,7 +169,8 @@ def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run([sys.executable, str(REPO / "inference.py"), "--model", str(model), "--tasks", str(BUNDLED),
                     "--out", str(preds), "--n", "2", "--max-new-tokens", "32", "--temperature", "0.7",
-                    "--limit", "4", "--backend", "hf"], cwd=tmp_path, env=env, check=True, timeout=600)
+                    "--limit", "4", "--backend", "hf", "--name", "tiny"], cwd=tmp_path, env=env, check=True,
+                   timeout=600)
     generated = pd.read_parquet(preds)
     assert len(generated) == 8 and generated["task_id"].nunique() == 4
     assert set(generated["model"]) == {"tiny"} and (generated["completion_tokens"] <= 32).all()
