@@ -396,9 +396,3 @@ def strip_test_code(code: str) -> str:
         last = end
     out.append(code[last:])
     return "".join(out)
-
-
-def defines_main(code: str) -> bool:
-    """Whether the code defines a crate-level ``fn main``."""
-    tokens = tokenize(code)
-    return any(it.kind == "fn" and it.name == "main" for it in _items(tokens))

@@ -92,17 +92,13 @@ class _Job:
         }
 
     def run(self, phase: str, argv: list[str], *, limits: Limits, writable: bool = True) -> sandbox.RunResult:
-        extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
-        result = sandbox.run(
-            argv, crate=self.layout.root, log_dir=self.logs / phase, limits=limits, env=self.env(),
-            slot=self.slot, writable=writable, extra_ro=extra,
-        )
-        self._account(phase, result)
-        return result
+        """One phase in its own sandbox call."""
+        return self.run_steps(phase, [sandbox.Step(phase, argv)], limits=limits, writable=writable)[phase]
 
     def run_steps(self, group: str, steps: list[sandbox.Step], *, limits: Limits,
                   writable: bool = True) -> dict[str, sandbox.RunResult]:
         """Several phases in one sandbox call; steps are named after their phase."""
+        # bwrap gives the sandbox a private /tmp: a toolchain mirrored there must be bound in explicitly.
         extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
         results = sandbox.run_steps(
             steps, crate=self.layout.root, log_dir=self.logs / group, limits=limits, env=self.env(),
