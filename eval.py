@@ -7,6 +7,7 @@ with app.setup:
     import dataclasses
     import logging
     import time
+    import typing
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
     from typing import Any
@@ -18,6 +19,7 @@ with app.setup:
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
     from rust_rewards.importers import load_tasks
     from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, summarize
+    from rust_rewards.params import coerce_value
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
     from rust_rewards.verifier import configure_verifier, get_verifier
@@ -55,34 +57,15 @@ class EvalParams:
 
 
 @app.function
-def split_values(raw: str, value: Any, item: type) -> list[Any]:
-    values = value if isinstance(value, list) else str(value).split(",")
-    try:
-        return [item(str(v).strip()) for v in values if str(v).strip()]
-    except ValueError:
-        raise ValueError(f"--{raw}: expected comma-separated {item.__name__} values, got {value!r}") from None
-
-
-@app.function
 def params_from_mapping(values: Mapping[str, Any]) -> EvalParams:
     """Fill ``EvalParams`` from CLI args or form values; unknown names and bad values raise."""
-    fields = {f.name for f in dataclasses.fields(EvalParams)}
+    hints = typing.get_type_hints(EvalParams)
     kwargs: dict[str, Any] = {}
     for raw, value in values.items():
         key = str(raw).replace("-", "_")
-        if key not in fields:
-            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(fields))}")
-        if key == "predictions":
-            kwargs[key] = split_values(raw, value, str)
-        elif key == "k":
-            kwargs[key] = split_values(raw, value, int)
-        elif key in ("workers", "top"):
-            try:
-                kwargs[key] = int(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"--{raw}: expected an integer, got {value!r}") from None
-        else:
-            kwargs[key] = str(value)
+        if key not in hints:
+            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(hints))}")
+        kwargs[key] = coerce_value(str(raw), hints[key], value)
     return EvalParams(**kwargs)
 
 

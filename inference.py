@@ -6,6 +6,7 @@ app = marimo.App(width="medium")
 with app.setup:
     import dataclasses
     import logging
+    import typing
     from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
@@ -25,6 +26,7 @@ with app.setup:
         vllm_available,
     )
     from rust_rewards.importers import load_tasks
+    from rust_rewards.params import coerce_value
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
 
@@ -93,23 +95,13 @@ class InferenceParams:
 @app.function
 def params_from_mapping(values: Mapping[str, Any]) -> InferenceParams:
     """Fill ``InferenceParams`` from CLI args or form values; unknown names and bad values raise."""
-    fields = {f.name: f for f in dataclasses.fields(InferenceParams)}
+    hints = typing.get_type_hints(InferenceParams)
     kwargs: dict[str, Any] = {}
     for raw, value in values.items():
         key = str(raw).replace("-", "_")
-        if key not in fields:
-            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(fields))}")
-        default = fields[key].default
-        try:
-            if isinstance(default, bool):
-                text = str(value).strip().lower()
-                if text not in ("", "true", "1", "yes", "false", "0", "no"):
-                    raise ValueError(value)
-                kwargs[key] = text in ("", "true", "1", "yes")
-            else:
-                kwargs[key] = type(default)(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"--{raw}: expected {type(default).__name__}, got {value!r}") from None
+        if key not in hints:
+            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(hints))}")
+        kwargs[key] = coerce_value(str(raw), hints[key], value)
     return InferenceParams(**kwargs)
 
 

@@ -10,9 +10,10 @@ with app.setup:
     import statistics
     import sys
     import time
+    import typing
     from collections import Counter, defaultdict
     from collections.abc import Callable, Mapping
-    from dataclasses import asdict, dataclass, field, fields
+    from dataclasses import asdict, dataclass, field
     from datetime import UTC, datetime
     from pathlib import Path
     from typing import Any
@@ -22,6 +23,7 @@ with app.setup:
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
     from rust_rewards.importers import load_tasks
+    from rust_rewards.params import coerce_value
     from rust_rewards.progress import marimo_progress
     from rust_rewards.prompts import chat_messages
     from rust_rewards.tasks import TASK_COLUMNS, Task
@@ -79,7 +81,7 @@ class Params:
     @classmethod
     def from_cli(cls, args: Mapping[str, Any]) -> "Params":
         """Parameters from ``mo.cli_args()`` (``--eval-fraction 0.2``, ``--no-verify``)."""
-        types = {f.name: f.type for f in fields(cls)}
+        types = typing.get_type_hints(cls)
         values: dict[str, Any] = {}
         for raw_key, value in args.items():
             key = raw_key.replace("-", "_")
@@ -89,29 +91,8 @@ class Params:
             if key not in types:
                 known = ", ".join("--" + name.replace("_", "-") for name in types)
                 raise ValueError(f"unknown argument --{raw_key}; known: {known}, --no-verify")
-            values[key] = coerce_cli_value(key, value, types[key])
+            values[key] = coerce_value(key.replace("_", "-"), types[key], value)
         return cls(**values)
-
-
-@app.function
-def coerce_cli_value(key: str, value: Any, kind: type | str) -> Any:
-    """A command-line value converted to the field's type (bool, int, float, str), or a clear error."""
-    flag = "--" + key.replace("_", "-")
-    kind = kind if isinstance(kind, str) else kind.__name__
-    try:
-        if kind == "bool":
-            if isinstance(value, bool) or value == "":
-                return value is not False
-            raise ValueError
-        if kind == "int":
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            return int(value)
-        if kind == "float":
-            return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{flag}: expected {kind}, got {value!r}") from None
-    return str(value)
 
 
 @app.class_definition

@@ -19,6 +19,7 @@ with app.setup:
 
     from rust_rewards.atomic import write_json_atomic
     from rust_rewards.importers import load_tasks
+    from rust_rewards.params import coerce_value
     from rust_rewards.prompts import chat_messages
     from rust_rewards.report import Report
     from rust_rewards.tasks import Task
@@ -173,32 +174,10 @@ def preset_params(preset: str = "tiny") -> TrainParams:
 
 
 @app.function
-def coerce_value(name: str, annotation: Any, value: Any) -> Any:
-    """A CLI or form value as the field's type (``--flag`` alone means True; "auto" means None)."""
-    options = typing.get_args(annotation) or (annotation,)
+def resume_value(value: Any) -> str:
+    """``--resume`` alone means ``yes``; true/false mean yes/no; anything else (auto, a path) is kept."""
     text = str(value).strip()
-    if type(None) in options and text.lower() in ("auto", "none"):
-        return None
-    if bool in options:
-        if isinstance(value, bool):
-            return value
-        if text.lower() in ("", "true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-        raise ValueError(f"--{name}: expected true/false, got {value!r}")
-    if name == "resume":
-        mapped = {"": "yes", "true": "yes", "false": "no"}.get(text.lower(), text)
-        return mapped
-    for kind in (int, float, str):
-        if kind in options:
-            try:
-                if kind is int and isinstance(value, float) and not value.is_integer():
-                    raise ValueError(value)
-                return kind(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"--{name}: expected {kind.__name__}, got {value!r}") from None
-    raise ValueError(f"--{name}: unsupported type {annotation}")
+    return {"": "yes", "true": "yes", "false": "no"}.get(text.lower(), text)
 
 
 @app.function
@@ -215,7 +194,7 @@ def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
     if unknown:
         raise ValueError(f"unknown parameter(s) {', '.join('--' + u for u in unknown)}; known: "
                          f"{', '.join(sorted(hints))}")
-    changes = {k: coerce_value(k, hints[k], v) for k, v in values.items()}
+    changes = {k: resume_value(v) if k == "resume" else coerce_value(k, hints[k], v) for k, v in values.items()}
     return dataclasses.replace(base, **changes)
 
 
