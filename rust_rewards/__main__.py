@@ -35,6 +35,7 @@ def check_record(path: str, report) -> dict:
         "timed_out": list(report.timed_out),
         "error_codes": list(report.error_codes),
         "forbidden": list(report.source.forbidden),
+        "hack_reasons": list(report.hack_reasons),
         "rewards": rewards_from_report(report),
         "durations": report.durations,
         "isolation": list(report.isolation),

@@ -119,3 +119,58 @@ def parse_libtest(stdout: str, *, binaries: int = 1) -> TestRun:
     ok_lines = sum(1 for _name, status in lines if status == "ok")
     genuine = len(summaries) == binaries and ok_lines == passed
     return TestRun(passed, failed, ignored, genuine)
+
+
+@dataclass(frozen=True)
+class HiddenRun:
+    """The hidden tests' counts, judged by the exact names the verifier wrote, and any sign of forgery."""
+
+    run: TestRun
+    forged: tuple[str, ...] = ()
+
+
+def parse_hidden(outputs: list[str], names: list[tuple[str, ...]]) -> HiddenRun:
+    """Count hidden tests by name: ``outputs[i]`` is the stdout of the binary that ran ``names[i]``.
+
+    A test passes only when its exact name has exactly one ``ok`` line. Every binary must print exactly one
+    summary that agrees with its test lines; a test line for a name we did not write, a name reported twice
+    or a summary that disagrees with the lines is forged output: nothing passes (``summary_seen`` False).
+
+    >>> out = "test h::a ... ok\\ntest h::b ... FAILED\\n\\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; " \\
+    ...       "0 measured; 0 filtered out; finished in 0.00s\\n"
+    >>> parse_hidden([out], [("h::a", "h::b", "h::c")]).run
+    TestRun(passed=1, failed=2, ignored=0, summary_seen=True)
+    """
+    passed = failed = ignored = 0
+    genuine = True
+    forged: list[str] = []
+    for stdout, expected in zip(outputs, names, strict=True):
+        summaries = _SUMMARY.findall(stdout)
+        lines = _TEST_LINE.findall(stdout)
+        statuses: dict[str, list[str]] = {}
+        for name, status in lines:
+            statuses.setdefault(name, []).append(status)
+        unexpected = sorted(set(statuses) - set(expected))
+        repeated = sorted(name for name, seen in statuses.items() if len(seen) > 1)
+        if unexpected:
+            forged.append(f"unexpected test lines in the hidden run: {', '.join(unexpected[:3])}")
+        if repeated:
+            forged.append(f"{len(repeated)} hidden test(s) reported more than once")
+        if len(summaries) > 1:
+            forged.append("more than one libtest summary in the hidden run")
+        elif summaries:
+            counts = tuple(int(x) for x in summaries[0][1:4])
+            if counts != tuple(sum(s == status for _, s in lines) for status in ("ok", "FAILED", "ignored")):
+                forged.append("libtest summary disagrees with the hidden test lines")
+        genuine &= len(summaries) == 1
+        for name in expected:
+            seen = statuses.get(name, [])
+            if seen == ["ok"]:
+                passed += 1
+            elif seen == ["ignored"]:
+                ignored += 1
+            else:
+                failed += 1
+    if forged:
+        return HiddenRun(TestRun(0, passed + failed + ignored, 0, False), tuple(forged))
+    return HiddenRun(TestRun(passed, failed, ignored, genuine))

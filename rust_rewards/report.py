@@ -36,8 +36,8 @@ class TestCounts:
 
     @property
     def fraction_passed(self) -> float:
-        """Passed tests over expected tests (0.0 when nothing was expected or the run was forged)."""
-        if self.expected <= 0 or not self.summary_seen:
+        """Passed tests over expected tests (0.0 when nothing was expected, the run timed out or was forged)."""
+        if self.expected <= 0 or not self.summary_seen or self.timed_out:
             return 0.0
         return min(self.passed, self.expected) / self.expected
 
@@ -66,7 +66,9 @@ class Report:
     ``build_ok``: the library compiles (clippy-only findings do not count as build errors).
     ``clippy_ok``: it compiles and clippy reports no ``clippy::`` lint at all.
     ``own_tests``: the model's own ``#[test]`` functions; ``hidden_tests``: the task's reference
-    tests, ``None`` when the task has none.
+    tests, ``None`` when the task has none, counted only under the exact names the verifier wrote.
+    ``forged``: signs, seen at run time, that the hidden run's output was forged (unexpected or repeated test
+    lines, a summary that disagrees with them); with ``source.forbidden`` they make up ``hack_reasons``.
     """
 
     has_code: bool
@@ -86,21 +88,30 @@ class Report:
     isolation: tuple[str, ...] = ()
     mode: str = "direct"
     internal_error: str = ""
+    forged: tuple[str, ...] = ()
+
+    @property
+    def hack_reasons(self) -> tuple[str, ...]:
+        """Why this completion's test verdicts cannot be trusted (banned constructs, forged output)."""
+        return self.source.forbidden + self.forged
 
     @property
     def tests_ok(self) -> bool:
         """The model's own tests ran, there was at least one, and all passed (no forged exit)."""
-        return self.build_ok and self.own_tests.ok and not self.source.forbidden
+        return self.build_ok and self.own_tests.ok and not self.hack_reasons
+
+    @property
+    def hidden_fraction(self) -> float:
+        """Share of the hidden tests that passed: 0.0 when the code does not build, a hack reason is flagged,
+        or there are no hidden tests. ``hidden_test_reward`` is twice this; ``hidden_ok`` is it being 1."""
+        if self.hidden_tests is None or not self.build_ok or self.hack_reasons:
+            return 0.0
+        return self.hidden_tests.fraction_passed
 
     @property
     def hidden_ok(self) -> bool:
         """Every hidden reference test passed (False when there are none)."""
-        return (
-            self.build_ok
-            and self.hidden_tests is not None
-            and self.hidden_tests.ok
-            and not self.source.forbidden
-        )
+        return self.hidden_tests is not None and self.hidden_fraction == 1.0
 
     def verdict(self) -> dict[str, Any]:
         """The fields two verifier modes must agree on (durations, texts and isolation excluded)."""
@@ -115,6 +126,7 @@ class Report:
             "hidden_tests": None if self.hidden_tests is None else (
                 self.hidden_tests.passed, self.hidden_tests.failed, self.hidden_tests.summary_seen),
             "timed_out": sorted(self.timed_out),
+            "hack_reasons": sorted(self.hack_reasons),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,6 +177,7 @@ class Report:
             "meaningful_assertions": len(self.source.meaningful_assertions),
             "tests_calling_solution": self.source.tests_calling_solution,
             "forbidden": list(self.source.forbidden),
+            "forged": list(self.forged),
             "diagnostics": self.diagnostics,
             "verify_seconds": round(sum(self.durations.values()), 4),
             "internal_error": self.internal_error,

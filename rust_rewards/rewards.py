@@ -57,11 +57,7 @@ def assertion_score(r: Report) -> float:
 
 
 def hidden_test_score(r: Report) -> float | None:
-    if r.hidden_tests is None:
-        return None
-    if not r.build_ok or r.source.forbidden:
-        return 0.0
-    return 2.0 * r.hidden_tests.fraction_passed
+    return None if r.hidden_tests is None else 2.0 * r.hidden_fraction
 
 
 def _hidden(kwargs: dict[str, Any], n: int) -> list[HiddenTests | None]:

@@ -33,11 +33,6 @@ ASSERT_MACROS = frozenset(
 )
 _DEFINING_KEYWORDS = frozenset({"fn", "struct", "enum", "trait", "type", "const", "static", "union"})
 _NOT_SOLUTION = frozenset({"main", "tests", "test", "super", "self", "Self", "crate"})
-_FORBIDDEN_PATHS = {
-    ("process", "exit"): "std::process::exit",
-    ("process", "abort"): "std::process::abort",
-    ("process", "Command"): "std::process::Command",
-}
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
@@ -211,6 +206,21 @@ def count_test_fns(source: str) -> int:
     return len(test_regions(tokenize(source)).test_fns)
 
 
+def test_paths(source: str) -> tuple[str, ...]:
+    """libtest names (``mod::fn`` paths relative to the file's module) of the ``#[test]`` functions in ``source``.
+
+    >>> test_paths("#[test]\\nfn a() {}\\nmod inner {\\n    #[test]\\n    fn b() {}\\n}")
+    ('a', 'inner::b')
+    """
+    tokens = tokenize(source)
+    mods = [it for it in _items(tokens) if it.kind == "mod"]
+    paths = []
+    for fn in test_regions(tokens).test_fns:
+        outer = sorted((m for m in mods if m.start < fn.start and fn.end <= m.end), key=lambda m: m.start)
+        paths.append("::".join([*(m.name for m in outer), fn.name]))
+    return tuple(paths)
+
+
 def solution_names(tokens: list[Token], regions: TestRegions) -> frozenset[str]:
     """Names the solution defines (fns, types, consts, methods) outside test code."""
     names = set()
@@ -310,18 +320,88 @@ def _is_meaningful(name: str, args: list[Token], tainted: set[str]) -> bool:
     return any(t.kind == "ident" and t.text in tainted for part in compared for t in part)
 
 
+STD_MACROS = frozenset({
+    "assert", "assert_eq", "assert_ne", "debug_assert", "debug_assert_eq", "debug_assert_ne", "panic",
+    "unreachable", "todo", "unimplemented", "matches", "vec", "format", "format_args", "write", "writeln",
+    "print", "println", "eprint", "eprintln", "dbg", "concat", "stringify", "line", "column", "file",
+    "module_path", "cfg", "env", "option_env", "include", "include_str", "include_bytes", "compile_error",
+    "thread_local",
+})
+"""Macros hidden tests may rely on: model code that defines or re-exports one under these names is a hack."""
+_FILE_MACROS = frozenset({"include", "include_str", "include_bytes"})
+_HARNESS_ATTRS = frozenset({
+    "path", "no_main", "no_std", "no_core", "feature", "test_runner", "reexport_test_harness_main", "no_mangle",
+    "export_name", "link_section", "link_name", "link", "used",
+})
+"""Attributes that pull in other files, replace the test harness or override linker symbols."""
+_PROCESS_ALLOWED = frozenset({"ExitCode", "Termination"})
+HIDDEN_PREFIX = "__rr"
+"""Every name the verifier writes into a crate starts with this; model code may not mention it."""
+
+
+def _attribute_names(tokens: list[Token], start: int, close: int) -> list[str]:
+    """Names of the attributes in ``#[...]`` tokens ``start..close`` (through ``unsafe(...)``/``cfg_attr``)."""
+    inner = tokens[start:close]
+    if not inner or inner[0].kind != "ident":
+        return []
+    name = inner[0].text
+    if name == "unsafe" and len(inner) > 2:
+        return [inner[2].text]
+    if name == "cfg_attr" and len(inner) > 1 and inner[1].text == "(":
+        parts = _split_top_level_commas(inner[2:-1])
+        return [p[0].text for p in parts[1:] if p and p[0].kind == "ident"]
+    return [name]
+
+
 def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
-    """Process-control constructs that can forge a test run's verdict (``process::exit`` and friends)."""
-    found = []
-    for i in range(len(tokens) - 2):
-        a, sep, b = tokens[i], tokens[i + 1], tokens[i + 2]
-        if a.kind == "ident" and sep.text == "::" and (a.text, b.text) in _FORBIDDEN_PATHS:
-            found.append(_FORBIDDEN_PATHS[(a.text, b.text)])
-        if a.text == "extern" and sep.kind == "string" and b.text == "{":
-            found.append("extern block")
-        if a.kind == "ident" and a.text in ("asm", "global_asm") and sep.text == "!":
-            found.append("inline assembly")
-    return tuple(sorted(set(found)))
+    """Constructs that can forge a verdict or reach what the verifier hides (empty for honest code).
+
+    Process control (``std::process`` exits and commands, extern blocks, inline assembly); reading files at
+    compile time (``include*!``, ``#[path]``); replacing the test harness or linker symbols (``#![no_main]``,
+    ``#[no_mangle]``...); redefining a std macro the hidden tests use (``macro_rules! assert_eq``, ``use ... as
+    assert_eq``); naming the verifier's hidden-test module.
+
+    >>> forbidden_calls(tokenize("macro_rules! assert_eq { ($($t:tt)*) => {} }"))
+    ('redefines assert_eq!',)
+    """
+    found: set[str] = set()
+    n = len(tokens)
+    in_use = False
+    for i, tok in enumerate(tokens):
+        nxt = tokens[i + 1] if i + 1 < n else None
+        after = tokens[i + 2] if i + 2 < n else None
+        if tok.kind == "ident" and tok.text == "use":
+            in_use = True
+        elif tok.text == ";":
+            in_use = False
+        if tok.kind in ("ident", "string") and HIDDEN_PREFIX in tok.text:
+            found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
+        if tok.kind == "ident" and tok.text == "process":
+            target = after.text if nxt is not None and nxt.text == "::" and after is not None else None
+            if target is not None and target not in _PROCESS_ALLOWED:
+                found.add(f"std::process::{target}" if after.kind == "ident" else "std::process")
+            elif in_use and target is None:
+                found.add("imports std::process")
+        if tok.text == "extern" and nxt is not None and nxt.kind == "string" and after is not None \
+                and after.text == "{":
+            found.add("extern block")
+        if tok.kind == "ident" and tok.text in ("asm", "global_asm", "naked_asm"):
+            found.add("inline assembly")
+        if tok.kind == "ident" and tok.text in _FILE_MACROS and nxt is not None and nxt.text == "!":
+            found.add(f"{tok.text}! (reads a file at compile time)")
+        if tok.kind == "ident" and tok.text == "macro_rules" and nxt is not None and nxt.text == "!" \
+                and after is not None and after.text in STD_MACROS:
+            found.add(f"redefines {after.text}!")
+        if tok.kind == "ident" and tok.text == "as" and nxt is not None and nxt.text in STD_MACROS:
+            found.add(f"redefines {nxt.text}!")
+        if tok.text == "#" and nxt is not None:
+            open_at = i + 2 if nxt.text == "!" else i + 1
+            if open_at < n and tokens[open_at].text == "[":
+                close = _match_close(tokens, open_at)
+                for name in _attribute_names(tokens, open_at + 1, close):
+                    if name in _HARNESS_ATTRS:
+                        found.add(f"#[{name}] attribute")
+    return tuple(sorted(found))
 
 
 def analyse(code: str) -> SourceFacts:

@@ -9,23 +9,26 @@ Two modes give the same verdicts:
   once, then ``rustc --test`` builds the test harness (std linked dynamically, no debug info) and the test
   binary runs. Code that does not build stops after the first pass.
 
-Hidden tests run in their own libtest invocation (``__rr_hidden::`` filter, ``--include-ignored``). If the
-model's own tests do not compile, the hidden tests are compiled again against the code with the model's test
-code stripped, so a broken test module does not hide a correct solution.
+Hidden tests live in a module (or test target) with an unguessable name and run in their own libtest
+invocation that selects exactly the names the verifier wrote (``--exact``, ``--include-ignored``); their sources
+are deleted before any test binary starts, and only those exact names count (``diagnostics.parse_hidden``). If
+the model's own tests do not compile, the hidden tests are compiled again against the code with the model's
+test code stripped, so a broken test module does not hide a correct solution.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards import sandbox
-from rust_rewards.crate import HIDDEN, HIDDEN_FILE, CrateLayout, hidden_expected, rewrite_lib, write_crate
-from rust_rewards.diagnostics import CompileOutcome, TestRun, parse_compiler, parse_libtest
+from rust_rewards.crate import CrateLayout, hidden_expected, remove_hidden_sources, rewrite_lib, write_crate
+from rust_rewards.diagnostics import CompileOutcome, TestRun, parse_compiler, parse_hidden, parse_libtest
 from rust_rewards.report import Report, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
 from rust_rewards.source import analyse, strip_test_code
@@ -74,6 +77,7 @@ class _Job:
     durations: dict[str, float] = field(default_factory=dict)
     timed_out: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    forged: tuple[str, ...] = ()
 
     def env(self) -> dict[str, str]:
         root = self.layout.root
@@ -179,11 +183,48 @@ def _report(job: _Job, facts, build_ok: bool, outcome: CompileOutcome, own: Test
         diagnostics=outcome.rendered[:_TEXT_CAP],
         test_output="\n".join(job.outputs)[:_TEXT_CAP],
         mode=job.config.mode,
+        forged=job.forged,
     )
 
 
 def _skipped(layout: CrateLayout) -> TestCounts | None:
     return None if layout.hidden is None else TestCounts(expected=layout.hidden_expected)
+
+
+def _own_test_args(layout: CrateLayout) -> list[str]:
+    return ["--skip", f"{layout.hidden_module}::", "--test-threads=1"]
+
+
+def _hidden_args(names: tuple[str, ...]) -> list[str]:
+    """libtest arguments that run exactly the hidden tests named (no substring match can add others)."""
+    return ["--exact", *names, "--include-ignored", "--test-threads=1"]
+
+
+def _run_tests(job: _Job, own: tuple[str, bool], hidden: list[tuple[str, tuple[str, ...]]]) -> dict[str, str]:
+    """Run the own-test binary (when ``own[1]``) and the hidden binaries, after deleting the hidden sources.
+
+    Returns each step's stdout by name (``test``, ``hidden:<i>``); a step that did not run is absent.
+    """
+    remove_hidden_sources(job.layout)
+    steps = [sandbox.Step("test", [own[0], *_own_test_args(job.layout)])] if own[1] else []
+    steps += [sandbox.Step(f"hidden:{i}", [binary, *_hidden_args(names)])
+              for i, (binary, names) in enumerate(hidden) if names]
+    results = job.run_steps("run", steps, limits=job.config.run_limits, writable=False) if steps else {}
+    for result in results.values():
+        job.outputs.append(result.stdout)
+    return {name: result.stdout for name, result in results.items()}
+
+
+def _hidden_counts(job: _Job, stdout: dict[str, str], compiled: bool) -> TestCounts:
+    """The hidden tests' counts, by exact name, from the ``hidden:<i>`` runs."""
+    layout = job.layout
+    timed_out = any(p in job.timed_out for p in ("hidden", "hidden_compile"))
+    names = [f"hidden:{i}" for i in range(len(layout.hidden_names))]
+    if not compiled or not layout.hidden_expected or any(n not in stdout for n in names):
+        return TestCounts(expected=layout.hidden_expected, timed_out=timed_out)
+    judged = parse_hidden([stdout[n] for n in names], list(layout.hidden_names))
+    job.forged = judged.forged
+    return _counts(judged.run, layout.hidden_expected, timed_out)
 
 
 # ---- direct mode -------------------------------------------------------------------------------------------
@@ -248,7 +289,7 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
                                TestCounts(expected=own_expected), _skipped(layout))
         own_ok = hidden_ok_compile = harness_ok
         if not harness_ok and layout.hidden_in_lib:
-            if HIDDEN_FILE in test_outcome.error_files:
+            if layout.hidden_file in test_outcome.error_files:
                 # The reference tests do not compile against this code: judge the model's own tests alone.
                 hidden_ok_compile = False
                 if own_expected:
@@ -274,27 +315,16 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
         (res := compiled.get(step.name)) is not None and res.returncode == 0 and not res.timed_out
         for step in integration_steps
     )
-    runs = []
-    if own_expected and own_ok:
-        runs.append(sandbox.Step("test", [own_binary, "--skip", f"{HIDDEN}::", "--test-threads=1"]))
-    if layout.hidden_in_lib and hidden_ok_compile:
-        runs.append(sandbox.Step("hidden", [hidden_binary, f"{HIDDEN}::", "--include-ignored", "--test-threads=1"]))
-    if layout.integration_tests and integration_ok:
-        runs += [sandbox.Step(f"hidden:{i}", [f"target/{Path(rel).stem}-itest", "--include-ignored",
-                                              "--test-threads=1"])
-                 for i, rel in enumerate(layout.integration_tests)]
-    results = job.run_steps("run", runs, limits=job.config.run_limits, writable=False) if runs else {}
-    for result in results.values():
-        job.outputs.append(result.stdout)
-    own = _counts_from(results, ["test"], own_expected, compiled=own_ok, timed_out="test" in job.timed_out)
-    hidden: TestCounts | None = _skipped(layout)
     if layout.hidden_in_lib:
-        hidden = _counts_from(results, ["hidden"], layout.hidden_expected, compiled=hidden_ok_compile,
-                              timed_out="hidden" in job.timed_out or "hidden_compile" in job.timed_out)
-    elif layout.integration_tests:
-        names = [f"hidden:{i}" for i in range(len(layout.integration_tests))]
-        hidden = _counts_from(results, names, layout.hidden_expected, compiled=integration_ok,
-                              timed_out="hidden" in job.timed_out or "hidden_compile" in job.timed_out)
+        hidden_ok = hidden_ok_compile
+        binaries = [hidden_binary]
+    else:
+        hidden_ok = integration_ok
+        binaries = [f"target/{Path(rel).stem}-itest" for rel in layout.integration_tests]
+    ran = _run_tests(job, (own_binary, bool(own_expected and own_ok)),
+                     list(zip(binaries, layout.hidden_names, strict=True)) if hidden_ok else [])
+    own = _own_counts(ran, own_expected, compiled=own_ok, timed_out="test" in job.timed_out)
+    hidden = _hidden_counts(job, ran, hidden_ok) if layout.hidden is not None else None
     return _report(job, facts, True, outcome, own, hidden)
 
 
@@ -321,13 +351,10 @@ def _integration_compile_steps(job: _Job, profile: list[str]) -> list[sandbox.St
     return steps
 
 
-def _counts_from(results: dict[str, sandbox.RunResult], names: list[str], expected: int, *, compiled: bool,
-                 timed_out: bool) -> TestCounts:
-    if not compiled or not expected or any(n not in results for n in names):
+def _own_counts(stdout: dict[str, str], expected: int, *, compiled: bool, timed_out: bool) -> TestCounts:
+    if not compiled or not expected or "test" not in stdout:
         return TestCounts(expected=expected, timed_out=timed_out)
-    stdout = "\n".join(results[n].stdout for n in names)
-    run = parse_libtest(stdout, binaries=len(names))
-    return _counts(run, expected, timed_out)
+    return _counts(parse_libtest(stdout["test"]), expected, timed_out)
 
 
 # ---- cargo mode (reference) --------------------------------------------------------------------------------
@@ -337,7 +364,25 @@ def _cargo(job: _Job, phase: str, args: list[str], *, limits: Limits) -> sandbox
                    limits=limits)
 
 
+def _executables(stdout: str) -> dict[str, str]:
+    """Test executables cargo built, by target name (``lib`` for the library's harness), from its JSON."""
+    found = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if msg.get("reason") == "compiler-artifact" and msg.get("executable"):
+            target = msg.get("target") or {}
+            found["lib" if "lib" in (target.get("kind") or []) else target.get("name", "")] = msg["executable"]
+    return found
+
+
 def _verify_cargo(job: _Job, code: str, facts) -> Report:
+    """``cargo build``, ``cargo clippy`` and ``cargo test --no-run``; the test binaries cargo built then run
+    as ``cargo test`` would run them, after the hidden sources are deleted (cargo would rebuild without them)."""
     layout, limits = job.layout, job.config.compile_limits
     build = _cargo(job, "build", ["build"], limits=limits)
     outcome = parse_compiler(build.stdout, clippy_pass=False)
@@ -351,48 +396,41 @@ def _verify_cargo(job: _Job, code: str, facts) -> Report:
         return _report(job, facts, False, outcome, TestCounts(expected=len(facts.test_fns)), _skipped(layout))
     release = ["--release"] if layout.hidden is not None and layout.hidden.release else []
     own_expected = len(facts.test_fns)
-    own = TestCounts(expected=own_expected)
-    hidden = _skipped(layout)
+    own_ok = hidden_ok = False
+    binaries: dict[str, str] = {}
     if own_expected or layout.hidden_in_lib:
         no_run = ["test", "--lib", "--no-run", *release]
         compile_ = _cargo(job, "test_compile", no_run, limits=limits)
         test_outcome = parse_compiler(compile_.stdout, clippy_pass=False)
         own_ok = hidden_ok = compile_.returncode == 0 and not compile_.timed_out
-        hidden_broken = not own_ok and layout.hidden_in_lib and HIDDEN_FILE in test_outcome.error_files
+        binaries.update(_executables(compile_.stdout))
+        hidden_broken = not own_ok and layout.hidden_in_lib and layout.hidden_file in test_outcome.error_files
         if hidden_broken:
             # The reference tests do not compile against this code: judge the model's own tests alone.
+            hidden_ok = False
             if own_expected:
                 rewrite_lib(layout, code, hidden_hook=False)
                 alone = _cargo(job, "test_compile", no_run, limits=limits)
                 own_ok = alone.returncode == 0 and not alone.timed_out
                 test_outcome = parse_compiler(alone.stdout, clippy_pass=False)
+                binaries.update(_executables(alone.stdout))
+        elif not hidden_ok and layout.hidden_in_lib:
+            # The model's own test code does not compile: judge the hidden tests without it.
+            rewrite_lib(layout, strip_test_code(code))
+            again = _cargo(job, "hidden_compile", no_run, limits=limits)
+            hidden_ok = again.returncode == 0 and not again.timed_out
+            binaries.update(_executables(again.stdout))
         outcome = outcome.merged(test_outcome)
-        if own_expected:
-            own = _cargo_tests(job, "test", ["--lib", *release], ["--skip", f"{HIDDEN}::"], own_expected,
-                               compiled=own_ok)
-        if layout.hidden_in_lib:
-            if not hidden_ok and not hidden_broken:
-                # The model's own test code does not compile: judge the hidden tests without it.
-                rewrite_lib(layout, strip_test_code(code))
-                again = _cargo(job, "hidden_compile", no_run, limits=limits)
-                hidden_ok = again.returncode == 0 and not again.timed_out
-            hidden = _cargo_tests(job, "hidden", ["--lib", *release], [f"{HIDDEN}::", "--include-ignored"],
-                                  layout.hidden_expected, compiled=hidden_ok)
+    hidden_binaries = [binaries.get("lib", "")]
     if layout.integration_tests:
         compile_ = _cargo(job, "hidden_compile", ["test", "--tests", "--no-run", *release], limits=limits)
-        ok = compile_.returncode == 0 and not compile_.timed_out
-        targets = [arg for rel in layout.integration_tests for arg in ("--test", Path(rel).stem)]
-        hidden = _cargo_tests(job, "hidden", [*targets, *release], ["--include-ignored"], layout.hidden_expected,
-                              compiled=ok, binaries=len(layout.integration_tests))
+        hidden_ok = compile_.returncode == 0 and not compile_.timed_out
+        built = _executables(compile_.stdout)
+        hidden_binaries = [built.get(Path(rel).stem, "") for rel in layout.integration_tests]
+        hidden_ok = hidden_ok and all(hidden_binaries)
+    hidden_ok = hidden_ok and layout.hidden is not None
+    ran = _run_tests(job, (binaries.get("lib", ""), bool(own_expected and own_ok)),
+                     list(zip(hidden_binaries, layout.hidden_names, strict=True)) if hidden_ok else [])
+    own = _own_counts(ran, own_expected, compiled=own_ok, timed_out="test" in job.timed_out)
+    hidden = _hidden_counts(job, ran, hidden_ok) if layout.hidden is not None else None
     return _report(job, facts, True, outcome, own, hidden)
-
-
-def _cargo_tests(job: _Job, phase: str, cargo_args: list[str], test_args: list[str], expected: int, *,
-                 compiled: bool, binaries: int = 1) -> TestCounts:
-    if not compiled:
-        return TestCounts(expected=expected, timed_out=f"{phase}_compile" in job.timed_out)
-    limits = replace(job.config.run_limits, wall_seconds=job.config.run_limits.wall_seconds + 5)
-    res = job.run(phase, [str(job.tc.cargo), "test", "--offline", "--no-fail-fast", *cargo_args, "--",
-                          *test_args, "--test-threads=1"], limits=limits)
-    job.outputs.append(res.stdout)
-    return _counts(parse_libtest(res.stdout, binaries=binaries), expected, res.timed_out)

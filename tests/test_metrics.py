@@ -96,6 +96,7 @@ def _row(**overrides):
         ({"forbidden": ["std::process::exit"]}, ["forbidden"]),
         ({"build_ok": False, "test_fns": 0}, []),  # does not compile: nothing to exploit
         ({"build_ok": False, "forbidden": ["Command"]}, ["forbidden"]),
+        ({"forged": ["more than one libtest summary in the hidden run"]}, ["forged_output"]),
     ],
 )
 def test_hack_reasons(overrides, reasons) -> None:

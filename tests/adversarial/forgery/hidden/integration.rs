@@ -1,0 +1,11 @@
+use solution::*;
+
+#[test]
+fn h1() {
+    assert_eq!(add(2, 3), 5);
+}
+
+#[test]
+fn h2() {
+    assert_eq!(add(1, 1), 2);
+}
