@@ -133,7 +133,7 @@ def score_predictions(
     denominator); one the verifier failed on internally has ``hidden_ok`` null and is reported, not scored.
     An unknown task id raises, naming the prediction row.
     ``workers`` > 0 replaces the process-wide verifier with one of that many workers (0: the shared
-    default, one worker per core).
+    default, one worker per usable CPU).
     """
     by_id = {t.task_id: t for t in tasks}
     unknown = predictions[~predictions["task_id"].isin(by_id)]

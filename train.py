@@ -17,20 +17,24 @@ with app.setup:
 
     import marimo as mo
 
-    from rust_rewards.atomic import write_json_atomic
+    from rust_rewards.atomic import replace_dir
     from rust_rewards.importers import load_tasks
     from rust_rewards.params import coerce_value
     from rust_rewards.prompts import chat_messages
     from rust_rewards.report import Report
+    from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, param_changes
     from rust_rewards.tasks import Task
     from rust_rewards.tiny_model import build_tiny_model
     from rust_rewards.train_logging import (
         METRICS_FILE,
         TASK_KWARGS,
+        InfraGuard,
+        InfrastructureError,
         ProgressCallback,
         RewardRecorder,
         RunLogCallback,
         format_log_line,
+        record_start,
     )
 
     ROOT = Path(__file__).resolve().parent
@@ -50,6 +54,7 @@ with app.setup:
                      "torch_threads"],
         "Checkpoints and logs": ["save_steps", "save_total_limit", "logging_steps", "completions_every", "wandb",
                                  "wandb_project", "oxen_repo", "oxen_dest"],
+        "Safety": ["max_internal_error_share", "max_internal_error_steps"],
     }
 
 
@@ -89,6 +94,10 @@ class TrainParams:
     folder that has one, or a checkpoint folder path. ``rewards`` picks reward functions by name
     (comma-separated, empty = all), ``reward_weights`` overrides weights (``test_reward=2,build_reward=0.5``).
     ``torch_threads`` > 0 sets torch's CPU threads for the run (the tiny model is fastest on one).
+    A verification that fails for infrastructure reasons (``Report.internal_error``: sandbox, toolchain,
+    verifier crash) scores None; training stops with ``InfrastructureError`` when more than
+    ``max_internal_error_share`` of one step's completions had one (1 disables) or when
+    ``max_internal_error_steps`` consecutive steps had any (0 disables), keeping the last checkpoint.
     """
 
     preset: str = "real"
@@ -138,6 +147,8 @@ class TrainParams:
     wandb_project: str = "rust-grpo"
     oxen_repo: str = ""
     oxen_dest: str = ""
+    max_internal_error_share: float = 0.5
+    max_internal_error_steps: int = 3
 
     def prompts_per_step(self) -> float:
         """Distinct task prompts per optimizer step (one process)."""
@@ -219,6 +230,10 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError(f"--loss-type: expected one of {LOSS_TYPES}, got {p.loss_type!r}")
     if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
         raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
+    if not 0.0 <= p.max_internal_error_share <= 1.0:
+        raise ValueError(f"--max-internal-error-share must be within [0, 1], got {p.max_internal_error_share}")
+    if p.max_internal_error_steps < 0:
+        raise ValueError(f"--max-internal-error-steps must be >= 0 (0 disables), got {p.max_internal_error_steps}")
     if p.num_generations < 2:
         raise ValueError(f"--num-generations must be >= 2 (GRPO compares a group), got {p.num_generations}")
     completions = p.per_device_train_batch_size * p.gradient_accumulation_steps
@@ -403,25 +418,23 @@ def finished_run(checkpoint: str | None, max_steps: int) -> dict[str, Any] | Non
 
 @app.function
 def adapter_from_checkpoint(checkpoint: Path, target: Path) -> Path:
-    """Copy a checkpoint's adapter and tokenizer files (no optimizer state) to ``target``."""
+    """Copy a checkpoint's adapter and tokenizer files (no optimizer state) to ``target``; an adapter
+    already there is swapped out atomically (``replace_dir``), never deleted first."""
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(checkpoint, tmp, ignore=shutil.ignore_patterns(
         "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json", "training_args.bin"))
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
-    return target
+    return replace_dir(tmp, target)
 
 
 @app.function
 def save_adapter(trainer: Any, target: Path) -> Path:
-    """Save the final LoRA adapter (and tokenizer) to ``target`` via a temporary sibling folder."""
+    """Save the final LoRA adapter (and tokenizer) to a temporary sibling folder, then swap it in
+    atomically (``replace_dir``): there is always a complete adapter at ``target`` once there was one."""
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
-    return target
+    return replace_dir(tmp, target)
 
 
 @app.function
@@ -432,7 +445,8 @@ def upload_to_oxen(out_dir: str | Path, repo_id: str, dest: str) -> str | None:
     required for a run to count as finished.
     """
     out = Path(out_dir)
-    files = [out / "params.json", out / METRICS_FILE, *sorted((out / "completions").glob("*.parquet")),
+    files = [out / PARAMS_FILE, out / PARAMS_HISTORY_FILE, out / METRICS_FILE,
+             *sorted((out / "completions").glob("*.parquet")),
              *sorted(p for p in (out / "adapter").rglob("*") if p.is_file())]
     try:
         from oxen import RemoteRepo
@@ -483,10 +497,12 @@ def build_trainer(
     p: TrainParams,
     tasks: Sequence[Task],
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    guard: InfraGuard | None = None,
 ):
     """The ``GRPOTrainer`` for resolved params, with our reward timing and log callbacks.
 
-    Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` reaches wandb too.
+    Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` and the ``verify/*``
+    counts reach wandb too; ``guard`` (default: from the params) stops training on internal errors.
     """
     from transformers import PrinterCallback
     from transformers.integrations import WandbCallback
@@ -494,7 +510,8 @@ def build_trainer(
 
     funcs, weights = select_rewards(p)
     recorder = RewardRecorder(funcs)
-    callbacks = [RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every)]
+    guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
+    callbacks = [RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard)]
     if progress is not None:
         callbacks.append(ProgressCallback(progress))
     if p.wandb:
@@ -519,7 +536,11 @@ def run_training(
     params: TrainParams,
     progress: Callable[[int, int, dict[str, Any]], None] | None = print_progress,
 ) -> TrainResult:
-    """Train a LoRA adapter with GRPO; write params, metrics, completions, checkpoints and the adapter."""
+    """Train a LoRA adapter with GRPO; write params, metrics, completions, checkpoints and the adapter.
+
+    Raises ``InfrastructureError`` (no adapter written, the last checkpoint kept) when the verifier's
+    internal errors cross the ``max_internal_error_*`` limits.
+    """
     import torch
 
     p = resolve_params(params)
@@ -539,7 +560,6 @@ def run_training(
     if p.build_tiny_model:
         build_tiny_model(p.model)
 
-    out.mkdir(parents=True, exist_ok=True)
     record = {**dataclasses.asdict(p), "derived": {
         "reward_weights": weights,
         "n_tasks": len(tasks),
@@ -547,15 +567,22 @@ def run_training(
         "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps,
         "resumed_from": checkpoint,
     }}
-    write_json_atomic(record, out / "params.json")
+    first = record_start(out, record)
     print(json.dumps(record, indent=2), flush=True)
+    changes = param_changes(first, record)
+    if changes:
+        print(f"changed since the first start ({out / PARAMS_FILE}): "
+              + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items()), flush=True)
 
     threads = torch.get_num_threads()
     if p.torch_threads > 0:
         torch.set_num_threads(p.torch_threads)
+    guard = InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
     try:
-        trainer = build_trainer(p, tasks, progress)
+        trainer = build_trainer(p, tasks, progress, guard)
         trainer.train(resume_from_checkpoint=checkpoint)
+        if guard.stopped is not None:
+            raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))
         adapter = save_adapter(trainer, out / "adapter")
     finally:
         torch.set_num_threads(threads)
@@ -625,18 +652,23 @@ def _(form, preset):
 
 @app.cell
 def _(params):
-    if mo.app_meta().mode == "script":
-        result = run_training(params)
-    else:
-        with mo.status.progress_bar(total=max(params.max_steps, 1), title="GRPO training") as _bar:
-            _seen = {"step": 0}
+    try:
+        if mo.app_meta().mode == "script":
+            result = run_training(params)
+        else:
+            with mo.status.progress_bar(total=max(params.max_steps, 1), title="GRPO training") as _bar:
+                _seen = {"step": 0}
 
-            def _report(step: int, max_steps: int, logs: dict[str, Any]) -> None:
-                _bar.total = max(max_steps, 1)
-                _bar.update(increment=step - _seen["step"], subtitle=format_log_line(step, max_steps, logs))
-                _seen["step"] = step
+                def _report(step: int, max_steps: int, logs: dict[str, Any]) -> None:
+                    _bar.total = max(max_steps, 1)
+                    _bar.update(increment=step - _seen["step"], subtitle=format_log_line(step, max_steps, logs))
+                    _seen["step"] = step
 
-            result = run_training(params, progress=_report)
+                result = run_training(params, progress=_report)
+    except InfrastructureError as _err:
+        if mo.app_meta().mode == "script":
+            raise SystemExit(f"train.py: {_err}") from None
+        mo.stop(True, mo.callout(mo.md(f"**Training stopped.** {_err}"), kind="danger"))
     mo.md(f"Finished at step **{result.global_step}**; adapter in `{result.adapter_dir}`; "
           f"metrics in `{result.output_dir / METRICS_FILE}`.")
     return (result,)

@@ -26,6 +26,7 @@ with app.setup:
         eval_error_codes,
         eval_metrics,
         filter_completions,
+        health_warnings,
         inspect_eval,
         inspect_run,
         load_eval,
@@ -33,7 +34,9 @@ with app.setup:
         metric_series,
         pass_rates,
         reward_series,
+        start_table,
         top_error_codes,
+        verify_health,
     )
 
     alt.data_transformers.disable_max_rows()
@@ -149,6 +152,41 @@ def share_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
 
 
 @app.function
+def health_chart(metrics: pd.DataFrame) -> alt.Chart | None:
+    """Per step, completions whose verification failed for infrastructure reasons (internal errors: no
+    reward) and completions with a timed-out compile or test phase; None when there were none."""
+    health = verify_health(metrics)
+    if not (health["internal_errors"].any() or health["timeouts"].any()):
+        return None
+    tidy = health.rename(columns={"internal_errors": "internal errors"}).melt(
+        id_vars=["step", "completions"], value_vars=["internal errors", "timeouts"], var_name="kind",
+        value_name="count")
+    return (
+        alt.Chart(tidy)
+        .mark_bar()
+        .encode(
+            x=alt.X("step:O", title="step", axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("kind:N"),
+            y=alt.Y("count:Q", title="completions", axis=COUNT_AXIS),
+            color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom"),
+                            scale=alt.Scale(domain=["internal errors", "timeouts"], range=["#d62728", "#ff7f0e"])),
+            tooltip=["step:O", "kind:N", "count:Q", alt.Tooltip("completions:Q", title="of completions")],
+        )
+        .properties(title="Verifier internal errors and timeouts per step", width="container", height=220)
+    )
+
+
+@app.function
+def health_callout(metrics: pd.DataFrame) -> object | None:
+    """A red (internal errors) or orange (timeouts only) callout summing up verifier trouble, else None."""
+    warnings = health_warnings(metrics)
+    if not warnings:
+        return None
+    kind = "danger" if verify_health(metrics)["internal_errors"].any() else "warn"
+    return mo.callout(mo.md("**Verifier trouble.** " + " ".join(warnings)), kind=kind)
+
+
+@app.function
 def pass_rate_chart(completions: pd.DataFrame) -> alt.Chart | None:
     """Per step, the fraction of sampled completions that build, pass clippy, pass their own tests
     (and the hidden tests, where the task has them)."""
@@ -237,8 +275,14 @@ def run_summary(run: RunLogs) -> dict[str, object]:
     """The latest numbers of a run: last step, total reward, pass rates of the last logged step."""
     summary: dict[str, object] = {"run": str(run.path), "last_step": run.last_step,
                                   "completions": len(run.completions)}
+    if run.history:
+        summary["starts"] = len(run.history)
     if not run.metrics.empty and "reward" in run.metrics.columns:
         summary["reward"] = float(run.metrics["reward"].iloc[-1])
+    health = verify_health(run.metrics)
+    if not health.empty:
+        summary["internal errors"] = int(health["internal_errors"].sum())
+        summary["timeouts"] = int(health["timeouts"].sum())
     rates = pass_rates(run.completions)
     if not rates.empty:
         last = rates[rates["step"] == rates["step"].max()]
@@ -339,11 +383,18 @@ def _(get_version, run_path):
     elif run_state.kind == "ok":
         _summary = run_summary(run)
         _keys = ("reward", "build pass", "clippy pass", "tests pass", "hidden tests pass")
-        _status = mo.hstack(
+        _stats = mo.hstack(
             [mo.stat(value=str(_summary["last_step"]), label="last step", caption=str(run.path))]
             + [mo.stat(value=f"{_summary[k]:.3g}", label=k) for k in _keys if k in _summary],
             justify="start", gap=2,
         )
+        _starts = start_table(run.history)
+        _status = mo.vstack([item for item in (
+            _stats,
+            health_callout(run.metrics),
+            mo.accordion({f"Starts of this run ({len(_starts)}, params_history.jsonl)":
+                          mo.ui.table(_starts, selection=None)}) if len(_starts) else None,
+        ) if item is not None])
     elif run_state.kind == "empty":
         _status = mo.callout(
             mo.md(f"**No logs yet.** {run_state.message} The page looks again at every auto-refresh."),
@@ -365,6 +416,8 @@ def _(mode, params, run):
         else:
             for _key, _value in run_summary(run).items():
                 print(f"{_key}: {_value:.4g}" if isinstance(_value, float) else f"{_key}: {_value}")
+            for _warning in health_warnings(run.metrics):
+                print(f"WARNING: {_warning}")
         if params.eval_dir:
             _eval_state = inspect_eval(params.eval_dir)
             if _eval_state.ok:
@@ -391,6 +444,8 @@ def _(run, smoothing):
         mo.md("## Time"),
         mo.hstack([chart_or_note(time_chart(_m, _s), _none), chart_or_note(share_chart(_m, _s), _none)],
                   widths="equal"),
+        mo.md("## Verifier health"),
+        chart_or_note(health_chart(_m), "No internal errors or timeouts logged."),
     ])
     return
 

@@ -1,8 +1,9 @@
 """Read a training output dir and an eval output dir into DataFrames (what viz.py plots).
 
-Training dir (written by train.py): ``params.json``, ``metrics.jsonl`` (one JSON object per logged
-step) and ``completions/step_NNNNNN.parquet`` (one row per completion with its rewards and
-``Report.flat()`` verdict). Eval dir (written by eval.py): ``summary.json`` and ``results.parquet``.
+Training dir (written by train.py): ``params.json`` (the first start's parameters),
+``params_history.jsonl`` (one JSON object per start, resumes included), ``metrics.jsonl`` (one JSON
+object per logged step) and ``completions/step_NNNNNN.parquet`` (one row per completion with its
+rewards and ``Report.flat()`` verdict). Eval dir (written by eval.py): ``summary.json`` and ``results.parquet``.
 Readers tolerate a run that is still being written: a missing file means "not logged yet" and an
 unterminated last line of ``metrics.jsonl`` is skipped.
 """
@@ -13,7 +14,7 @@ import json
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from rust_rewards.extract import completion_text
 from rust_rewards.metrics import ModelSummary, long_metrics, summarize
 
 PARAMS_FILE = "params.json"
+PARAMS_HISTORY_FILE = "params_history.jsonl"
 METRICS_FILE = "metrics.jsonl"
 COMPLETIONS_DIR = "completions"
 COMPLETION_GLOB = "step_*.parquet"
@@ -32,6 +34,10 @@ RESULTS_FILE = "results.parquet"
 REQUIRED_COMPLETION_COLUMNS = ("step", "completion", "reward", "build_ok", "clippy_ok", "tests_ok")
 CHECK_COLUMNS = {"build": "build_ok", "clippy": "clippy_ok", "tests": "tests_ok", "hidden tests": "hidden_ok"}
 """Pass-rate name -> boolean completion column (``hidden_ok`` is null for tasks without hidden tests)."""
+
+HEALTH_KEYS = ("verify/completions", "verify/internal_errors", "verify/timeouts")
+"""``metrics.jsonl`` keys per logged step: completions verified, those whose verification failed for
+infrastructure reasons (``Report.internal_error``), those with a timed-out phase (``Report.timed_out``)."""
 
 REWARD_PREFIX = "rewards/"
 REWARD_SUFFIX = "/mean"
@@ -61,6 +67,7 @@ class RunLogs:
     params: dict[str, Any]
     metrics: pd.DataFrame
     completions: pd.DataFrame
+    history: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def last_step(self) -> int | None:
@@ -134,15 +141,13 @@ def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
     return params
 
 
-def load_metrics(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """``metrics.jsonl`` as one row per step, sorted by step.
+def _json_lines(file: Path, required: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file (none if it is missing), each with a ``required`` field.
 
-    Several objects for one step (a resumed run, a final summary line) merge: the last non-null value
-    of each column wins. An unterminated last line (being written) is skipped.
+    An unterminated last line (being written) is skipped; any other bad line is a ``RunLogError``.
     """
-    file = Path(path) / METRICS_FILE
     if not file.is_file():
-        return pd.DataFrame(columns=["step"])
+        return []
     text = file.read_text(encoding="utf-8")
     lines = text.split("\n")
     if not text.endswith("\n"):
@@ -155,9 +160,34 @@ def load_metrics(path: str | os.PathLike[str]) -> pd.DataFrame:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise RunLogError(f"{file}:{number}: not valid JSON ({err.msg})") from err
-        if not isinstance(row, dict) or "step" not in row:
-            raise RunLogError(f"{file}:{number}: expected a JSON object with a 'step' field")
+        if not isinstance(row, dict) or required not in row:
+            raise RunLogError(f"{file}:{number}: expected a JSON object with a {required!r} field")
         rows.append(row)
+    return rows
+
+
+def load_params_history(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """``params_history.jsonl``: the parameters of every start of the run, oldest first."""
+    return _json_lines(Path(path) / PARAMS_HISTORY_FILE, "started_at")
+
+
+def param_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Parameters whose value differs between two starts: name -> (before, after).
+
+    ``derived`` values and the start time are left out (a resume always differs there).
+    """
+    skip = {"derived", "started_at"}
+    names = [k for k in after if k not in skip] + [k for k in before if k not in skip and k not in after]
+    return {k: (before.get(k), after.get(k)) for k in names if before.get(k) != after.get(k)}
+
+
+def load_metrics(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """``metrics.jsonl`` as one row per step, sorted by step.
+
+    Several objects for one step (a resumed run, a final summary line) merge: the last non-null value
+    of each column wins. An unterminated last line (being written) is skipped.
+    """
+    rows = _json_lines(Path(path) / METRICS_FILE, "step")
     if not rows:
         return pd.DataFrame(columns=["step"])
     frame = pd.DataFrame(rows)
@@ -246,13 +276,14 @@ def load_completions(path: str | os.PathLike[str]) -> pd.DataFrame:
 def load_run(path: str | os.PathLike[str]) -> RunLogs:
     """Read everything a training run has logged so far."""
     folder = Path(path).expanduser()
-    return RunLogs(folder, load_params(folder), load_metrics(folder), load_completions(folder))
+    return RunLogs(folder, load_params(folder), load_metrics(folder), load_completions(folder),
+                   load_params_history(folder))
 
 
 def dir_signature(path: str | os.PathLike[str]) -> tuple[tuple[str, int, int], ...]:
     """(name, mtime, size) of every log file: it changes exactly when there is something new to read."""
     folder = Path(path).expanduser()
-    files = [folder / PARAMS_FILE, folder / METRICS_FILE, *_completion_files(folder),
+    files = [folder / PARAMS_FILE, folder / PARAMS_HISTORY_FILE, folder / METRICS_FILE, *_completion_files(folder),
              folder / SUMMARY_FILE, folder / RESULTS_FILE]
     signature = []
     for file in files:
@@ -369,6 +400,45 @@ def filter_completions(
     elif error_code != ANY_CODE:
         mask &= pd.Series([error_code in _items(c) for c in completions["error_codes"]], index=mask.index)
     return completions[mask]
+
+
+def verify_health(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per logged step: ``completions``, ``internal_errors`` and ``timeouts`` (from the ``verify/*`` keys;
+    steps logged without them are left out)."""
+    columns = ["step", "completions", "internal_errors", "timeouts"]
+    if not set(HEALTH_KEYS) <= set(metrics.columns):
+        return pd.DataFrame(columns=columns)
+    frame = metrics[["step", *HEALTH_KEYS]].dropna(subset=list(HEALTH_KEYS))
+    frame.columns = columns
+    return frame.astype(int).reset_index(drop=True)
+
+
+def health_warnings(metrics: pd.DataFrame) -> list[str]:
+    """One sentence per kind of verifier trouble in the run (internal errors, timeouts); empty if none."""
+    health = verify_health(metrics)
+    warnings = []
+    for column, what in (("internal_errors", "internal errors (verification failed for infrastructure "
+                                             "reasons; those completions got no reward)"),
+                         ("timeouts", "timeouts (a compile or test phase hit its time limit)")):
+        hit = health[health[column] > 0]
+        if hit.empty:
+            continue
+        steps = ", ".join(str(s) for s in hit["step"].head(10)) + (", ..." if len(hit) > 10 else "")
+        warnings.append(f"{int(hit[column].sum())} of {int(health['completions'].sum())} completions had {what}, "
+                        f"on {len(hit)} of {len(health)} steps (step {steps}).")
+    return warnings
+
+
+def start_table(history: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per start of the run: when, the checkpoint it resumed from, the parameters it changed."""
+    rows = []
+    for number, start in enumerate(history, start=1):
+        resumed = (start.get("derived") or {}).get("resumed_from")
+        changes = param_changes(history[number - 2], start) if number > 1 else {}
+        rows.append({"start": number, "started_at": start.get("started_at", ""),
+                     "resumed_from": Path(resumed).name if resumed else "",
+                     "changes": ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changes.items())})
+    return pd.DataFrame(rows, columns=["start", "started_at", "resumed_from", "changes"])
 
 
 TABLE_COLUMNS = ("step", "task_id", "reward", "verdict", "build_ok", "clippy_ok", "tests_ok", "hidden_ok",

@@ -1,4 +1,4 @@
-"""Run one command of model-influenced work (a compiler pass or a test binary) under isolation.
+"""Run model-influenced work (compiler passes, test binaries) under isolation, several steps per sandbox.
 
 Layers, strongest available first, each reported in ``Isolation.layers``:
 
@@ -31,14 +31,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 UID_BASE = 200_000
 UID_BLOCK = 64
-"""When running as root, each process claims a block of ``UID_BLOCK`` uids (a lock file per block, held for the
-process's life) and worker slot ``k`` runs as uid/gid ``block_base + k``: ``RLIMIT_NPROC`` counts per uid
-machine-wide, so two verifier processes on one machine must never share uids."""
-_BLOCK_LOCK = None
-_CLAIM = threading.RLock()
+"""When running as root, a process claims blocks of ``UID_BLOCK`` uids as its worker slots need them (a lock
+file per block, held for the process's life) and worker slot ``k`` runs as a uid of block ``k // UID_BLOCK``:
+``RLIMIT_NPROC`` counts per uid machine-wide, so two verifier processes on one machine must never share uids."""
+UID_BLOCKS = 1000
+_PROBE = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,11 @@ RUN_LIMITS = Limits(wall_seconds=10, cpu_seconds=10, memory_mb=2048, file_size_m
 
 
 class SandboxError(RuntimeError):
-    """The sandbox itself failed to start (not the model's fault): never cached as a verdict."""
+    """The sandbox or our toolchain failed (not the model's fault): an internal error (every reward None),
+    not a verdict on the code.
 
-
-_SANDBOX_TOOLS = ("bwrap:", "prlimit:", "setpriv:", "unshare:", "timeout: failed to run", "/bin/bash:", "bash:")
-
-
-def _check_started(stderr: str, returncode: int) -> None:
-    if returncode != 0 and stderr.lstrip().startswith(_SANDBOX_TOOLS):
-        raise SandboxError(f"sandbox failed to start: {stderr.strip()[:500]}")
+    Decided only from signals model code cannot produce: the wrapper's status lines and the exit codes of
+    steps that run our own binaries, never from text a step prints."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +121,7 @@ def _works(cmd: list[str]) -> bool:
 
 def detect_isolation() -> Isolation:
     """Probe bwrap, privilege dropping and network namespaces on this machine (once per process)."""
-    with _CLAIM:
+    with _PROBE:
         return _probe()
 
 
@@ -146,33 +143,51 @@ def _probe() -> Isolation:
     return Isolation(bwrap=bwrap, drop_uid=drop_uid, unshare_net=unshare_net)
 
 
-def uid_base() -> int:
-    """The first uid of this process's block (claimed once, released when the process exits)."""
-    with _CLAIM:
-        return _claim_block()
+class UidBlocks:
+    """The uid blocks one process holds, claimed lazily: each block is a ``flock``ed lock file in ``folder``,
+    so two processes (or two ``UidBlocks`` on one folder) never hand out the same uid."""
+
+    def __init__(self, folder: Path, blocks: int = UID_BLOCKS):
+        self.folder = folder
+        self.blocks = blocks
+        self._held: list[tuple[int, IO[str]]] = []
+        self._lock = threading.Lock()
+
+    def uid(self, slot: int) -> int:
+        """The uid of worker slot ``slot`` (distinct for every slot), claiming a new block when needed."""
+        if slot < 0:
+            raise ValueError(f"worker slot must be >= 0, got {slot}")
+        with self._lock:
+            while len(self._held) <= slot // UID_BLOCK:
+                self._held.append(self._claim())
+            return UID_BASE + self._held[slot // UID_BLOCK][0] * UID_BLOCK + slot % UID_BLOCK
+
+    def _claim(self) -> tuple[int, IO[str]]:
+        self.folder.mkdir(exist_ok=True)
+        mine = {block for block, _ in self._held}
+        for block in range(self.blocks):
+            if block in mine:
+                continue
+            handle = open(self.folder / f"{block}.lock", "w")  # noqa: SIM115 - held open on purpose
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            return block, handle
+        raise RuntimeError(
+            f"all {self.blocks} sandbox uid blocks ({UID_BLOCK} uids each) are taken: every lock file in "
+            f"{self.folder} is held by a running process (this one holds {len(self._held)}); "
+            "use fewer workers or stop other verifier processes"
+        )
 
 
-@functools.cache
-def _claim_block() -> int:
-    global _BLOCK_LOCK
-    folder = Path(tempfile.gettempdir()) / "rust-rewards-uid-blocks"
-    folder.mkdir(exist_ok=True)
-    for block in range(1000):
-        handle = open(folder / f"{block}.lock", "w")  # noqa: SIM115 - held open on purpose
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            continue
-        _BLOCK_LOCK = handle
-        return UID_BASE + block * UID_BLOCK
-    raise RuntimeError(f"no free sandbox uid block under {folder}")
+_UIDS = UidBlocks(Path(tempfile.gettempdir()) / "rust-rewards-uid-blocks")
 
 
 def slot_uid(slot: int) -> int:
-    if slot >= UID_BLOCK:
-        raise ValueError(f"at most {UID_BLOCK} workers per process when dropping privileges")
-    return uid_base() + slot
+    """The unprivileged uid (and gid) worker slot ``slot`` of this process runs as."""
+    return _UIDS.uid(slot)
 
 
 def _uid_prefix(slot: int) -> list[str]:
@@ -228,11 +243,29 @@ def prepare_dir(path: Path, slot: int) -> None:
 
 @dataclass(frozen=True)
 class Step:
-    """One command of a multi-step sandbox call, with its own wall-clock limit."""
+    """One command of a sandbox call, with its own wall-clock limit.
+
+    ``model_controlled``: the program is model-built code (a test binary), so its exit code proves nothing
+    about the sandbox; ``None`` decides from the program's path: a program inside the crate folder is."""
 
     name: str
     argv: list[str]
     stop_unless_ok: bool = False
+    model_controlled: bool | None = None
+
+    def runs_model_code(self, crate: Path, env: dict[str, str]) -> bool:
+        """Whether this step's program is model-built (``env``'s PATH resolves a bare program name)."""
+        if self.model_controlled is not None:
+            return self.model_controlled
+        program = self.argv[0]
+        if "/" not in program:
+            found = shutil.which(program, path=env.get("PATH", ""))
+            if found is None:
+                return False
+            program = found
+        path = crate / program
+        return any(Path(p).is_relative_to(c) for p, c in ((os.path.normpath(path), crate),
+                                                         (os.path.realpath(path), crate.resolve())))
 
 
 def _prefix(
@@ -269,33 +302,8 @@ def _spawn(cmd: list[str], *, crate: Path, env: dict[str, str], user: int | None
     return (proc.returncode if proc.returncode is not None else -signal.SIGKILL), timed_out
 
 
-def run(
-    argv: list[str],
-    *,
-    crate: Path,
-    log_dir: Path,
-    limits: Limits,
-    env: dict[str, str],
-    slot: int = 0,
-    writable: bool = True,
-    extra_ro: tuple[Path, ...] = (),
-    output_cap: int = 200_000,
-) -> RunResult:
-    """Run ``argv`` in ``crate`` under every available isolation layer; never raises on model behaviour.
-
-    ``writable=False`` mounts the crate read-only (used while tests run). Output beyond ``output_cap``
-    characters is cut in the middle.
-    """
-    prefix, user = _prefix(crate, limits, slot, writable, extra_ro)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    out_path, err_path = log_dir / "stdout", log_dir / "stderr"
-    start = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        returncode, timed_out = _spawn([*prefix, *argv], crate=crate, env=env, user=user,
-                                       wall=limits.wall_seconds, stdout=out, stderr=err)
-    stderr = _read_capped(err_path, output_cap)
-    _check_started(stderr, returncode)
-    return RunResult(returncode, timed_out, time.monotonic() - start, _read_capped(out_path, output_cap), stderr)
+_TOOL_FAILED = (125, 126, 127)
+"""Exit codes of ``timeout`` when it, or the program it should start, cannot run."""
 
 
 def run_steps(
@@ -310,60 +318,95 @@ def run_steps(
     extra_ro: tuple[Path, ...] = (),
     output_cap: int = 200_000,
 ) -> dict[str, RunResult]:
-    """Run several commands one after another inside ONE sandbox (one start-up cost instead of several).
+    """Run commands one after another inside ONE sandbox (one start-up cost for all of them).
 
-    Each step gets ``limits.wall_seconds`` (enforced inside by ``timeout``) and its own captured output; a
-    step with ``stop_unless_ok`` that fails ends the sequence. Steps that did not run are absent from the
-    result.
+    A bash wrapper inside the sandbox runs each step under ``timeout`` (``limits.wall_seconds``) with only its
+    own stdout/stderr files open, and reports a status line per step on a descriptor steps cannot reach. A
+    step with ``stop_unless_ok`` that fails ends the sequence; steps that did not run are absent from the
+    result. ``writable=False`` mounts the crate read-only (used while tests run). Output beyond
+    ``output_cap`` characters is cut in the middle.
+
+    Raises ``SandboxError`` when the wrapper never started, stopped before reporting a step of ours, or one
+    of our programs could not be executed; model-built programs that misbehave only fail their step.
     """
-    if len(steps) == 1:
-        step = steps[0]
-        return {step.name: run(step.argv, crate=crate, log_dir=log_dir / step.name, limits=limits, env=env,
-                               slot=slot, writable=writable, extra_ro=extra_ro, output_cap=output_cap)}
     prefix, user = _prefix(crate, limits, slot, writable, extra_ro)
     log_dir.mkdir(parents=True, exist_ok=True)
     files = {"status": open(log_dir / "status", "w+b"), "sandbox": open(log_dir / "sandbox.stderr", "w+b")}  # noqa: SIM115
     for step in steps:
         for kind in ("stdout", "stderr"):
             files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
+    fds = tuple(f.fileno() for f in files.values())
     # pass_fds keeps descriptor numbers across exec, so the script writes to the inherited numbers directly.
     status_fd = files["status"].fileno()
-    lines = []
+    close_all = " ".join(f"{fd}>&-" for fd in fds)
+    lines = [f"echo start >&{status_fd}"]
     for i, step in enumerate(steps):
         out_fd, err_fd = files[f"{step.name}.stdout"].fileno(), files[f"{step.name}.stderr"].fileno()
         lines.append(
-            f"s=$EPOCHREALTIME; timeout -k 1 {limits.wall_seconds} {shlex.join(step.argv)} >&{out_fd} 2>&{err_fd}; "
+            f"s=$EPOCHREALTIME; timeout -k 1 {limits.wall_seconds} {shlex.join(step.argv)} "
+            f">&{out_fd} 2>&{err_fd} {close_all}; "
             f'rc=$?; echo "{i} $rc $s $EPOCHREALTIME" >&{status_fd}'
             + ("; [ $rc -eq 0 ] || exit 0" if step.stop_unless_ok else "")
         )
     wall = len(steps) * (limits.wall_seconds + 1) + 5
+    start = time.monotonic()
     try:
         _returncode, outer_timeout = _spawn(
             [*prefix, "/bin/bash", "-c", "\n".join(lines)], crate=crate, env=env, user=user, wall=wall,
-            stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=tuple(f.fileno() for f in files.values()),
+            stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=fds,
         )
     finally:
         for f in files.values():
             f.close()
-    status = (log_dir / "status").read_text().splitlines()
-    if not status and not outer_timeout:
-        raise SandboxError(f"sandbox failed to start: {(log_dir / 'sandbox.stderr').read_text().strip()[:500]}")
+    elapsed = time.monotonic() - start
+    started, status = _read_status(log_dir / "status")
+    if not started:
+        raise SandboxError(f"sandbox failed to start: {_read_capped(log_dir / 'sandbox.stderr', 500).strip()}")
     results: dict[str, RunResult] = {}
-    for line in status:
-        index, rc, started, ended = line.split()
-        step = steps[int(index)]
-        _check_started(_read_capped(log_dir / f"{step.name}.stderr", 2000), int(rc))
+    for i, step in enumerate(steps):
+        if i not in status:
+            if outer_timeout:
+                results[step.name] = RunResult(-signal.SIGKILL, True, limits.wall_seconds, "", "")
+            elif step.runs_model_code(crate, env):
+                # Model code killed the wrapper (or its step's timeout): its step failed, nothing else ran.
+                seconds = max(0.0, elapsed - sum(r.seconds for r in results.values()))
+                results[step.name] = RunResult(-signal.SIGKILL, False, seconds,
+                                               *_outputs(log_dir, step, output_cap))
+            else:
+                raise SandboxError(f"sandbox stopped before step {step.name!r} reported its status: "
+                                   f"{_read_capped(log_dir / 'sandbox.stderr', 500).strip()}")
+            break
+        rc, seconds = status[i]
+        stdout, stderr = _outputs(log_dir, step, output_cap)
+        if rc in _TOOL_FAILED and not step.runs_model_code(crate, env):
+            raise SandboxError(f"could not run {step.argv[0]} (exit {rc}): {stderr.strip()[:500]}")
         results[step.name] = RunResult(
-            returncode=int(rc),
-            timed_out=int(rc) == 124 or (outer_timeout and int(index) == len(steps) - 1),
-            seconds=float(ended.replace(",", ".")) - float(started.replace(",", ".")),
-            stdout=_read_capped(log_dir / f"{step.name}.stdout", output_cap),
-            stderr=_read_capped(log_dir / f"{step.name}.stderr", output_cap),
+            returncode=rc,
+            timed_out=rc == 124 or (outer_timeout and i == len(steps) - 1),
+            seconds=seconds,
+            stdout=stdout,
+            stderr=stderr,
         )
-    if outer_timeout and len(results) < len(steps):
-        step = steps[len(results)]
-        results[step.name] = RunResult(-signal.SIGKILL, True, limits.wall_seconds, "", "")
+        if step.stop_unless_ok and rc != 0:
+            break
     return results
+
+
+def _read_status(path: Path) -> tuple[bool, dict[int, tuple[int, float]]]:
+    """Whether the wrapper started, and each step's (exit code, seconds) by index (malformed lines ignored)."""
+    lines = path.read_text(errors="replace").splitlines()
+    status: dict[int, tuple[int, float]] = {}
+    for line in lines[1:]:
+        try:
+            index, rc, began, ended = line.split()
+            status[int(index)] = (int(rc), float(ended.replace(",", ".")) - float(began.replace(",", ".")))
+        except ValueError:
+            continue
+    return bool(lines) and lines[0] == "start", status
+
+
+def _outputs(log_dir: Path, step: Step, cap: int) -> tuple[str, str]:
+    return _read_capped(log_dir / f"{step.name}.stdout", cap), _read_capped(log_dir / f"{step.name}.stderr", cap)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -4,16 +4,20 @@
 every call, reports ``reward_time`` (wall time of the whole reward phase of a generation batch) and
 ``reward_time/<name>`` through TRL's ``log_metric``, and keeps each batch's prompts, completions,
 columns and rewards. ``RunLogCallback`` appends one JSON line per logged step to ``metrics.jsonl``
-(adding ``reward_share`` = reward_time / step_time) and writes ``completions/step_NNNNNN.parquet``
-with the rewards and ``Report.flat()`` verdict of every completion of the step.
+(adding ``reward_share`` = reward_time / step_time and the verifier's health: ``verify/completions``,
+``verify/internal_errors``, ``verify/timeouts``) and writes ``completions/step_NNNNNN.parquet`` with
+the rewards and ``Report.flat()`` verdict of every completion of the step. With an ``InfraGuard`` it
+stops training when verification keeps failing for infrastructure reasons (``InfrastructureError``).
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,9 +28,11 @@ from typing import Any
 import pandas as pd
 from transformers import TrainerCallback
 
-from rust_rewards.atomic import write_parquet_atomic
+from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.extract import completion_text
 from rust_rewards.report import Report
+from rust_rewards.run_logs import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE, load_params
+from rust_rewards.verifier import get_verifier
 
 METRICS_FILE = "metrics.jsonl"
 COMPLETIONS_DIR = "completions"
@@ -43,6 +49,26 @@ ReportsFor = Callable[[Sequence[Any], dict[str, list[Any]]], list[Report]]
 
 def completion_file(out_dir: str | Path, step: int) -> Path:
     return Path(out_dir) / COMPLETIONS_DIR / f"step_{step:06d}.parquet"
+
+
+def record_start(out_dir: str | Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Record one start of a run in ``out_dir``; return the parameters of its first start.
+
+    ``params.json`` is written once, by the first start, and never rewritten (a resumed run keeps it);
+    every start, the first included, appends ``{"started_at": ..., **record}`` to ``params_history.jsonl``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    first = load_params(out)
+    if not first:
+        write_json_atomic(record, out / PARAMS_FILE)
+        first = record
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    with open(out / PARAMS_HISTORY_FILE, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"started_at": started, **record}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    return first
 
 
 def _interval_union(intervals: Sequence[tuple[float, float]]) -> float:
@@ -179,6 +205,97 @@ def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
     return frame
 
 
+@dataclass(frozen=True)
+class StepHealth:
+    """How verification went for the completions of one step (or of a logging window)."""
+
+    step: int
+    completions: int = 0
+    internal_errors: int = 0
+    timeouts: int = 0
+    first_error: str = ""
+
+    @classmethod
+    def of(cls, step: int, reports: Sequence[Report]) -> StepHealth:
+        errors = [r.internal_error for r in reports if r.internal_error]
+        return cls(step, len(reports), len(errors), sum(1 for r in reports if r.timed_out),
+                   errors[0] if errors else "")
+
+    def __add__(self, other: StepHealth) -> StepHealth:
+        return StepHealth(other.step, self.completions + other.completions,
+                          self.internal_errors + other.internal_errors, self.timeouts + other.timeouts,
+                          self.first_error or other.first_error)
+
+    def metrics(self) -> dict[str, int]:
+        return dict(zip(HEALTH_KEYS, (self.completions, self.internal_errors, self.timeouts), strict=True))
+
+
+class InfrastructureError(RuntimeError):
+    """Training stopped because verification failed for infrastructure reasons, not because of the model."""
+
+
+@dataclass(frozen=True)
+class InfraStop:
+    """Why and where an ``InfraGuard`` stopped training."""
+
+    reason: str
+    steps: tuple[StepHealth, ...]
+
+    def message(self, checkpoint: str | None) -> str:
+        """The full explanation, ending with how to continue from ``checkpoint`` (the last one kept)."""
+        per_step = ", ".join(f"step {h.step}: {h.internal_errors}/{h.completions}" for h in self.steps)
+        first = next(h for h in self.steps if h.first_error)
+        resume = (f"rerun with the same --output-dir to resume from {Path(checkpoint).name}" if checkpoint
+                  else "no checkpoint was saved before, so a rerun starts from the beginning")
+        return (f"training stopped at step {self.steps[-1].step}: {self.reason}. Completions whose verification "
+                f"failed for infrastructure reasons (internal errors, scored None by every reward): {per_step}. "
+                f"First internal error (step {first.step}): {first.first_error.strip()}. No checkpoint or "
+                f"adapter was written from these steps; fix the verifier (sandbox, toolchain, workdir), then "
+                f"{resume}.")
+
+
+class InfraGuard:
+    """Decides, step by step, whether internal errors of the verifier are too many to keep training.
+
+    Stops when more than ``max_share`` of one step's completions had internal errors, or when
+    ``max_steps`` consecutive steps (0: never) had any. While such a streak may still reach
+    ``max_steps``, a checkpoint due on a step with internal errors is saved at the next clean step
+    instead, so every checkpoint comes from a step without them (the last step of the run always saves).
+    """
+
+    def __init__(self, max_share: float = 0.5, max_steps: int = 3) -> None:
+        self.max_share = max_share
+        self.max_steps = max_steps
+        self.streak: list[StepHealth] = []
+        self.save_owed = False
+        self.stopped: InfraStop | None = None
+
+    def observe(self, health: StepHealth, control: Any, last_step: bool) -> InfraStop | None:
+        """Record one step and steer the trainer's ``control`` (stop, skip or postpone the save)."""
+        if health.completions == 0:
+            return None
+        if not health.internal_errors:
+            self.streak = []
+            if self.save_owed:
+                control.should_save, self.save_owed = True, False
+            return None
+        self.streak.append(health)
+        share = health.internal_errors / health.completions
+        if share > self.max_share:
+            reason = (f"{health.internal_errors} of {health.completions} completions ({share:.0%}) had internal "
+                      f"errors, more than --max-internal-error-share {self.max_share:g}")
+        elif self.max_steps > 0 and len(self.streak) >= self.max_steps:
+            reason = (f"{len(self.streak)} consecutive steps had internal errors "
+                      f"(--max-internal-error-steps {self.max_steps})")
+        else:
+            if self.max_steps > 0 and control.should_save and not last_step:
+                control.should_save, self.save_owed = False, True
+            return None
+        control.should_training_stop, control.should_save, control.should_log = True, False, True
+        self.stopped = InfraStop(reason, tuple(self.streak))
+        return self.stopped
+
+
 def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -188,21 +305,32 @@ def _json_value(value: Any) -> Any:
 
 
 class RunLogCallback(TrainerCallback):
-    """Writes ``metrics.jsonl`` on every log and the step's completions parquet at every step end."""
+    """Writes ``metrics.jsonl`` on every log and the step's completions parquet at every step end.
+
+    Every step's reports are counted (``StepHealth``), added to the next log line and shown to the
+    ``guard``; then the verifier forgets its internal-error reports (``forget``), so the next step
+    verifies those completions again while this step's consumers all saw the same report.
+    """
 
     def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
-                 reports_for: ReportsFor, completions_every: int = 1) -> None:
+                 reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
+                 forget: Callable[[], object] | None = None) -> None:
         self.out_dir = Path(out_dir)
         self.recorder = recorder
         self.weights = weights
         self.reports_for = reports_for
         self.completions_every = completions_every
+        self.guard = guard
+        self.forget = forget or (lambda: get_verifier().forget_failures())
+        self._window = StepHealth(0)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero or "train_runtime" in logs:
             return
         if logs.get("reward_time") is not None and logs.get("step_time"):
             logs["reward_share"] = logs["reward_time"] / logs["step_time"]
+        logs.update(self._window.metrics())
+        self._window = StepHealth(state.global_step)
         row = {"step": state.global_step, **{k: _json_value(v) for k, v in logs.items()}, "time": time.time()}
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with open(self.out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
@@ -210,15 +338,19 @@ class RunLogCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         batches = self.recorder.pop_batches()
-        if not batches or not state.is_world_process_zero:
-            return
-        if self.completions_every < 1 or state.global_step % self.completions_every:
-            return
-        frames = []
-        for batch in batches:
-            reports = self.reports_for(batch.completions, batch.columns)
-            frames.append(completion_rows(state.global_step, batch, self.weights, reports))
-        write_parquet_atomic(pd.concat(frames, ignore_index=True), completion_file(self.out_dir, state.global_step))
+        reports = [self.reports_for(batch.completions, batch.columns) for batch in batches]
+        health = StepHealth.of(state.global_step, [r for batch_reports in reports for r in batch_reports])
+        self._window = self._window + health
+        if self.guard is not None:
+            self.guard.observe(health, control, state.global_step >= state.max_steps)
+        write = self.completions_every > 0 and state.global_step % self.completions_every == 0
+        if batches and write and state.is_world_process_zero:
+            frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
+                      for batch, batch_reports in zip(batches, reports, strict=True)]
+            write_parquet_atomic(pd.concat(frames, ignore_index=True),
+                                 completion_file(self.out_dir, state.global_step))
+        if health.internal_errors:
+            self.forget()
 
 
 class ProgressCallback(TrainerCallback):
@@ -250,4 +382,9 @@ def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
     if logs.get("step_time") is not None:
         share = logs.get("reward_share")
         parts.append(f"{logs['step_time']:.1f} s/step" + (f" (rewards {share:.0%})" if share is not None else ""))
+    total = logs.get("verify/completions")
+    if logs.get("verify/internal_errors"):
+        parts.append(f"INTERNAL ERRORS {logs['verify/internal_errors']}/{total}")
+    if logs.get("verify/timeouts"):
+        parts.append(f"timeouts {logs['verify/timeouts']}/{total}")
     return " | ".join(parts)

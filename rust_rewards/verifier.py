@@ -7,7 +7,6 @@ others read the cache, so six reward functions cost one verification per distinc
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 import threading
 from collections import OrderedDict
@@ -15,6 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
+from rust_rewards.cpus import usable_cpus
 from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests
@@ -29,7 +29,7 @@ class Verifier:
 
     def __init__(self, config: VerifierConfig | None = None, workers: int | None = None, cache_size: int = 65536):
         self.config = config or VerifierConfig()
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or usable_cpus()
         self.cache_size = cache_size
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rust-verify")
         self._slots: list[int] = list(range(self.workers))
@@ -80,14 +80,23 @@ class Verifier:
         return future
 
     def _store(self, key: str, future: Future[Report]) -> None:
+        """Cache every finished report, internal errors included: all consumers of one training step
+        (seven rewards, the step's logging) must see the same verdict. ``forget_failures`` drops the
+        internal errors so that a later request verifies again."""
         with self._lock:
             self._inflight.pop(key, None)
-            report = future.result()
-            if report.internal_error:
-                return
-            self._cache[key] = report
+            self._cache[key] = future.result()
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+
+    def forget_failures(self) -> int:
+        """Drop the cached reports that failed for infrastructure reasons (``internal_error``); returns
+        how many. Training calls it after each step's logging, so the next step retries them."""
+        with self._lock:
+            failed = [key for key, report in self._cache.items() if report.internal_error]
+            for key in failed:
+                del self._cache[key]
+        return len(failed)
 
     def verify(self, completion: Any, hidden: HiddenTests | None = None, raw_code: bool = False) -> Report:
         """Verify one completion (model output text or TRL message list; Rust source if ``raw_code``)."""

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from rust_rewards import sandbox
 from rust_rewards.rewards import rewards_from_report
-from rust_rewards.sandbox import Limits, detect_isolation
+from rust_rewards.sandbox import Limits, SandboxError, Step, detect_isolation
 from rust_rewards.verifier import Verifier
 from rust_rewards.verify import VerifierConfig
 
@@ -115,7 +116,7 @@ def test_corpus_is_complete():
     expected = {
         "infinite_loop", "thread_storm", "process_storm", "huge_allocation", "huge_file", "network_connect",
         "read_secret", "delete_canary", "flood_output", "exit_zero", "include_outside", "generic_recursion",
-        "const_eval_loop",
+        "const_eval_loop", "infra_fake_bwrap_message",
     }
     assert expected <= {p.stem for p in CORPUS.glob("*.rs")}
 
@@ -207,3 +208,133 @@ def test_unreachable_workdir_is_a_clear_error(tmp_path):
     with pytest.raises(PermissionError, match="not searchable"):
         verifier.verify("pub fn f() {}", raw_code=True)
     verifier.close()
+
+
+# ---- infrastructure failures are decided from the sandbox's own signals ------------------------------------
+
+def test_fake_sandbox_messages_from_tests_are_test_failures(outcome):
+    # Its tests write "bwrap: ..." to stderr, past libtest's capture, then panic or exit(127).
+    report = outcome["reports"]["infra_fake_bwrap_message"]
+    assert not report.internal_error
+    assert report.build_ok, report.diagnostics
+    assert not report.tests_ok and report.own_tests.passed == 0
+    assert rewards_from_report(report)["test_reward"] == 0.0
+
+
+SQUARE = """pub fn square(x: i64) -> i64 {
+    x * x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn small() {
+        assert_eq!(square(3), 9);
+    }
+}
+"""
+
+
+def _bwrap_failing_to_mount(folder: Path) -> str:
+    """A real bwrap that fails while setting up its mounts (a bind of a missing source)."""
+    script = folder / "bwrap"
+    script.write_text(f'#!/bin/sh\nexec {ISO.bwrap} --ro-bind /nonexistent-rr-source /mnt "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("failure", ["bwrap_is_false", "bwrap_cannot_mount", "prlimit_bad_flag"])
+def test_sandbox_failure_is_an_internal_error_retried_once_forgotten(monkeypatch, failure):
+    if failure == "bwrap_cannot_mount" and not ISO.bwrap:
+        pytest.skip("needs bwrap")
+    folder = Path(tempfile.mkdtemp(prefix="rr-fake-bwrap-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    if failure == "prlimit_bad_flag":
+        monkeypatch.setattr(sandbox, "_rlimit_prefix", lambda *a, **k: ["prlimit", "--no-such-flag", "--"])
+        broken = ISO
+    else:
+        bwrap = "/bin/false" if failure == "bwrap_is_false" else _bwrap_failing_to_mount(folder)
+        broken = sandbox.Isolation(bwrap=bwrap, drop_uid=ISO.drop_uid, unshare_net=None)
+    monkeypatch.setattr(sandbox, "detect_isolation", lambda: broken)
+    verifier = Verifier(workers=1)
+    try:
+        report = verifier.verify(SQUARE, raw_code=True)
+        assert report.internal_error.startswith("SandboxError"), report.internal_error
+        assert all(value is None for value in rewards_from_report(report).values())
+        monkeypatch.undo()
+        assert verifier.verify(SQUARE, raw_code=True) is report  # one verdict per step for every consumer
+        assert verifier.forget_failures() == 1
+        again = verifier.verify(SQUARE, raw_code=True)
+        assert not again.internal_error and again.tests_ok and again.own_tests.passed == 1
+    finally:
+        verifier.close()
+        shutil.rmtree(folder)
+
+
+@pytest.fixture
+def box():
+    """A crate folder the sandbox user may use, with a model-built program and a program of ours in it."""
+    root = Path(tempfile.mkdtemp(prefix="rr-box-", dir="/var/tmp"))
+    root.chmod(0o755)
+    crate, ours = root / "crate", root / "ours"
+    (crate / "target").mkdir(parents=True)
+    ours.mkdir()
+    scripts = {
+        crate / "target" / "exit-127": 'echo "bwrap: Can\'t mount proc on /newroot/proc" >&2; exit 127',
+        crate / "target" / "kill-wrapper": "read -r _ _ _ wrapper _ < /proc/$PPID/stat; kill -9 $wrapper; sleep 5",
+        ours / "kill-wrapper": "read -r _ _ _ wrapper _ < /proc/$PPID/stat; kill -9 $wrapper; sleep 5",
+        ours / "fds": "for fd in /proc/self/fd/*; do readlink $fd; done",
+    }
+    for path, body in scripts.items():
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    (ours / "not-executable").write_text("")
+    (ours / "not-executable").chmod(0o644)
+    sandbox.prepare_dir(crate, 0)
+    yield crate, ours, root / "logs"
+    shutil.rmtree(root)
+
+
+def _run(box, steps, **kw):
+    crate, _ours, logs = box
+    return sandbox.run_steps(steps, crate=crate, log_dir=logs, limits=RUN, env={"PATH": "/usr/bin:/bin"},
+                             writable=False, **kw)
+
+
+def test_model_program_exit_127_and_fake_message_is_its_own_failure(box):
+    results = _run(box, [Step("test", ["target/exit-127"]), Step("hidden:0", ["/bin/true"])])
+    assert results["test"].returncode == 127 and "bwrap:" in results["test"].stderr
+    assert results["hidden:0"].returncode == 0
+
+
+def test_our_program_that_cannot_run_is_a_sandbox_error(box):
+    _crate, ours, _logs = box
+    for program in (str(ours / "not-executable"), "/nonexistent/rustc", "no-such-rustc"):
+        with pytest.raises(SandboxError, match="could not run"):
+            _run(box, [Step("build", [program])])
+
+
+def test_steps_see_only_their_own_output_files(box):
+    # Not the status descriptor, nor the other steps' output files.
+    _crate, ours, logs = box
+    seen = _run(box, [Step("fds", [str(ours / "fds")]), Step("other", ["/bin/true"])])["fds"].stdout
+    assert sorted(seen.split()) == ["/dev/null", f"{logs}/fds.stderr", f"{logs}/fds.stdout"]
+
+
+def test_sandbox_that_cannot_start_is_an_error_whatever_the_steps(box, monkeypatch):
+    broken = sandbox.Isolation(bwrap="/bin/false", drop_uid=ISO.drop_uid, unshare_net=None)
+    monkeypatch.setattr(sandbox, "detect_isolation", lambda: broken)
+    with pytest.raises(SandboxError, match="failed to start"):
+        _run(box, [Step("test", ["target/exit-127"])])
+
+
+def test_wrapper_killed_by_model_code_fails_that_step_but_by_ours_is_an_error(box, monkeypatch):
+    # Without bwrap's pid namespace a step can kill the wrapper (pid 1 inside bwrap cannot be killed).
+    _crate, ours, _logs = box
+    plain = sandbox.Isolation(bwrap=None, drop_uid=ISO.drop_uid, unshare_net=None)
+    monkeypatch.setattr(sandbox, "detect_isolation", lambda: plain)
+    results = _run(box, [Step("test", ["target/kill-wrapper"]), Step("hidden:0", ["/bin/true"])])
+    assert list(results) == ["test"] and results["test"].returncode != 0 and not results["test"].timed_out
+    with pytest.raises(SandboxError, match="stopped before step 'build'"):
+        _run(box, [Step("build", [str(ours / "kill-wrapper")])])

@@ -1,7 +1,8 @@
 """train.py on CPU with the tiny local model and the real cargo-backed rewards.
 
 One 2-step run is shared by the output, resume and adapter tests (module fixture); the logging path is
-also checked directly with completions that cargo really compiles.
+also checked directly with completions that cargo really compiles. Infrastructure failures of the
+verifier are injected by replacing ``verify_code`` in a fresh process verifier.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 from transformers.integrations import WandbCallback
 
+import rust_rewards.verifier as verifier_module
 from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
 from rust_rewards.tasks import Task
-from rust_rewards.train_logging import RewardBatch, RewardRecorder, RunLogCallback, format_log_line
+from rust_rewards.train_logging import (
+    InfrastructureError,
+    RewardBatch,
+    RewardRecorder,
+    RunLogCallback,
+    format_log_line,
+)
+from rust_rewards.verifier import Verifier
 from train import (
     TrainParams,
     build_trainer,
@@ -74,8 +83,10 @@ def tiny_dir(tiny_model_dir) -> Path:
 
 
 def tiny_params(out: Path, tasks_file: Path, tiny_dir: Path, **overrides) -> TrainParams:
+    """The tiny preset at half its group size and batch (4 x 2 prompts per step): the mechanics, faster."""
     return params_from_mapping({"preset": "tiny", "output-dir": str(out), "data": str(tasks_file),
-                                "model": str(tiny_dir), **overrides})
+                                "model": str(tiny_dir), "num-generations": 4, "per-device-train-batch-size": 8,
+                                **overrides})
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +167,9 @@ def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
     params = json.loads((out / "params.json").read_text())
     assert params["max_steps"] == 2 and params["data"] == str(tasks_file) and params["use_cpu"] is True
     assert set(params["derived"]["reward_weights"]) == set(REWARD_NAMES)
+    assert (params["max_internal_error_share"], params["max_internal_error_steps"]) == (0.5, 3)
+    history = [json.loads(line) for line in (out / "params_history.jsonl").read_text().splitlines()]
+    assert len(history) == 1 and history[0].pop("started_at") and history[0] == params
 
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
@@ -165,6 +179,9 @@ def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
         assert row["step_time"] > 0 and row["reward_time"] > 0
         assert row["reward_share"] == pytest.approx(row["reward_time"] / row["step_time"])
         assert {"reward", "reward_std", "completions/mean_length", "learning_rate", "entropy"} <= set(row)
+        assert (row["verify/completions"], row["verify/internal_errors"]) == (8, 0)
+        assert isinstance(row["verify/timeouts"], int) and 0 <= row["verify/timeouts"] <= 8
+    assert not any("INTERNAL ERRORS" in line for line in lines)
     assert len(lines) == 3 and lines[0].startswith("step 1/2 | reward") and lines[-1].startswith("done: 2 steps")
 
     for step in (1, 2):
@@ -188,6 +205,7 @@ def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
 
 def test_resume_continues_from_checkpoint(run, tasks_file, tiny_dir):
     out = run[0].output_dir
+    first_params = (out / "params.json").read_bytes()
     with pytest.raises(FileExistsError, match="checkpoint-2"):
         find_checkpoint(out, "no")
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
@@ -200,7 +218,11 @@ def test_resume_continues_from_checkpoint(run, tasks_file, tiny_dir):
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert state["global_step"] == 3 and [h["step"] for h in state["log_history"] if "loss" in h] == [1, 2, 3]
     assert (out / "completions" / "step_000003.parquet").is_file()
-    assert json.loads((out / "params.json").read_text())["derived"]["resumed_from"].endswith("checkpoint-2")
+    assert (out / "params.json").read_bytes() == first_params
+    starts = [json.loads(line) for line in (out / "params_history.jsonl").read_text().splitlines()]
+    assert [(s["max_steps"], s["derived"]["resumed_from"]) for s in starts] == [
+        (2, None), (3, str(out / "checkpoint-2"))]
+    assert all(s["started_at"] for s in starts)
 
     shutil.rmtree(out / "adapter")
     again = run_training(tiny_params(out, tasks_file, tiny_dir, max_steps=3), progress=None)
@@ -208,6 +230,7 @@ def test_resume_continues_from_checkpoint(run, tasks_file, tiny_dir):
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 3 and not (out / "checkpoint-4").exists()
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
     assert not (out / "adapter" / "optimizer.pt").exists()
+    assert (out / "params.json").read_bytes() == first_params
 
 
 def test_adapter_reloads_and_generates(run, tiny_dir):
@@ -271,6 +294,7 @@ def test_logging_with_real_cargo_verdicts(tmp_path):
     callback.on_log(None, state, TrainerControl(), logs=logs)
     line = json.loads((tmp_path / "metrics.jsonl").read_text())
     assert line["step"] == 5 and line["reward_share"] == 0.25 and logs["reward_share"] == 0.25
+    assert (line["verify/completions"], line["verify/internal_errors"], line["verify/timeouts"]) == (2, 0, 0)
     assert "build 0.50" in format_log_line(5, 10, logs) and "(rewards 25%)" in format_log_line(5, 10, logs)
 
 
@@ -309,3 +333,81 @@ def test_oxen_upload_failure_only_warns(run, tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="Oxen upload to nobody/nothing"):
         error = upload_to_oxen(run[0].output_dir, "nobody/nothing", "runs/test")
     assert error and "nobody/nothing" in error
+
+
+SANDBOX_DOWN = "sandbox did not start: bwrap: setting up uid map: Permission denied"
+
+
+@pytest.fixture
+def broken_verifier(monkeypatch):
+    """A fresh process verifier (no cached verdicts) whose every verification fails for infrastructure reasons."""
+    calls: list[str] = []
+
+    def sandbox_down(code, *args, **kwargs):
+        calls.append(code)
+        raise RuntimeError(SANDBOX_DOWN)
+
+    verifier = Verifier(workers=2)
+    monkeypatch.setattr(verifier_module, "_DEFAULT", verifier)
+    monkeypatch.setattr(verifier_module, "verify_code", sandbox_down)
+    yield verifier, calls
+    verifier.close()
+
+
+def test_internal_errors_stop_the_run_and_keep_the_last_checkpoint(workdir, tasks_file, tiny_dir, request):
+    out = workdir / "broken"
+    run_training(tiny_params(out, tasks_file, tiny_dir, max_steps=1, save_steps=1), progress=None)
+    adapter = (out / "adapter" / "adapter_model.safetensors").read_bytes()
+
+    verifier, calls = request.getfixturevalue("broken_verifier")
+    lines: list[str] = []
+    params = tiny_params(out, tasks_file, tiny_dir, max_steps=4, save_steps=1, max_internal_error_share=1.0,
+                         max_internal_error_steps=2)
+    with pytest.raises(InfrastructureError) as stopped:
+        run_training(params, progress=lambda s, m, logs: lines.append(format_log_line(s, m, logs)))
+    message = str(stopped.value)
+    assert message.startswith("training stopped at step 3: 2 consecutive steps had internal errors")
+    assert "step 2: 8/8, step 3: 8/8" in message and f"RuntimeError: {SANDBOX_DOWN}" in message
+    assert message.endswith("resume from checkpoint-1.")
+
+    # step 2's checkpoint was due but postponed (its step had internal errors), step 3 stopped: neither saved
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]
+    assert (out / "adapter" / "adapter_model.safetensors").read_bytes() == adapter
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    counts = [(r["step"], r["verify/completions"], r["verify/internal_errors"]) for r in rows]
+    assert counts == [(1, 8, 0), (2, 8, 8), (3, 8, 8)] and rows[1]["verify/timeouts"] == 0
+    assert [line.split(" | ")[-1] for line in lines[:2]] == ["INTERNAL ERRORS 8/8"] * 2
+
+    # Each step verified each distinct completion once: the seven rewards and the step's log shared one
+    # (cached) internal-error report, and the next step retried it (forget_failures after each step).
+    per_step = 8 * (len(REWARD_NAMES) + 1)
+    assert verifier.stats["requested"] == 2 * per_step
+    assert verifier.stats["verified"] == len(calls) <= 16
+    assert verifier.forget_failures() == 0
+
+
+def test_script_exits_with_the_infrastructure_message(workdir, tasks_file, tiny_dir):
+    """More than half of step 1's completions failed: a fresh run stops there, writes nothing to resume from."""
+    out = workdir / "broken-cli"
+    script = (
+        "import runpy, sys\n"
+        "import rust_rewards.verifier as v\n"
+        "def down(*a, **k):\n"
+        f"    raise OSError({SANDBOX_DOWN!r})\n"
+        "v.verify_code = down\n"
+        f"sys.argv = ['train.py', '--preset', 'tiny', '--max-steps', '2', '--output-dir', {str(out)!r}, "
+        f"'--model', {str(tiny_dir)!r}, '--data', {str(tasks_file)!r}, '--num-generations', '4', "
+        "'--per-device-train-batch-size', '8']\n"
+        f"runpy.run_path({str(ROOT / 'train.py')!r}, run_name='__main__')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "INTERNAL ERRORS 8/8" in proc.stdout
+    error = next(line for line in proc.stderr.splitlines() if line.startswith("train.py: "))
+    assert error.startswith("train.py: training stopped at step 1: 8 of 8 completions (100%) had internal errors, "
+                            "more than --max-internal-error-share 0.5"), proc.stderr[-3000:]
+    assert f"OSError: {SANDBOX_DOWN}" in error and "no checkpoint was saved before" in error
+    assert "Traceback" not in proc.stderr
+    assert not list(out.glob("checkpoint-*")) and not (out / "adapter").exists()
+    row = json.loads((out / "metrics.jsonl").read_text())
+    assert (row["step"], row["verify/internal_errors"], row["verify/completions"]) == (1, 8, 8)

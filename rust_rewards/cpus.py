@@ -1,0 +1,75 @@
+"""How many CPUs this process may really use: its CPU affinity, capped by its cgroup's CPU quota.
+
+``os.cpu_count()`` counts the machine's CPUs; a container or batch job usually gets fewer, through an affinity
+mask (cpuset) or a CFS quota (cgroup v2 ``cpu.max``, cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+SELF_CGROUP = Path("/proc/self/cgroup")
+
+
+def usable_cpus(cgroup_root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> int:
+    """min(CPUs in this process's affinity mask, ceil(cgroup CPU quota)), at least 1."""
+    count = len(os.sched_getaffinity(0))
+    quota = cgroup_cpu_quota(cgroup_root, self_cgroup)
+    if quota is not None:
+        count = min(count, math.ceil(quota))
+    return max(1, count)
+
+
+def cgroup_cpu_quota(cgroup_root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> float | None:
+    """The tightest CPU quota, in CPUs, over the cgroup root and this process's cgroup and its ancestors
+    (v2 and v1 alike); ``None`` when unlimited or unknown."""
+    v2_path, v1_path = _own_cgroups(self_cgroup)
+    quotas = [_v2_quota(d / "cpu.max") for d in _ancestors(cgroup_root, v2_path)]
+    quotas += [_v1_quota(d) for d in _ancestors(cgroup_root / "cpu", v1_path)]
+    found = [q for q in quotas if q is not None]
+    return min(found) if found else None
+
+
+def _own_cgroups(self_cgroup: Path) -> tuple[str, str]:
+    """This process's cgroup v2 path and cgroup v1 ``cpu`` path ("/" when not listed)."""
+    v2 = v1 = "/"
+    try:
+        lines = self_cgroup.read_text().splitlines()
+    except OSError:
+        return v2, v1
+    for line in lines:
+        _, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if not controllers:
+            v2 = path or "/"
+        elif "cpu" in controllers.split(","):
+            v1 = path or "/"
+    return v2, v1
+
+
+def _ancestors(base: Path, cgroup: str) -> list[Path]:
+    """``base`` and every folder down to ``base/cgroup`` (a cgroup's quota is bounded by its ancestors')."""
+    folders = [base]
+    for part in Path(cgroup).parts[1:]:
+        folders.append(folders[-1] / part)
+    return folders
+
+
+def _v2_quota(cpu_max: Path) -> float | None:
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _v1_quota(folder: Path) -> float | None:
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if quota <= 0 or period <= 0 else quota / period
