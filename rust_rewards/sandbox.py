@@ -198,9 +198,17 @@ def _uid_prefix(slot: int) -> list[str]:
     ]
 
 
-def _bwrap_args(crate: Path, *, writable: bool, tmp_mb: int, extra_ro: tuple[Path, ...] = ()) -> list[str]:
-    args = [
-        "--ro-bind", "/", "/",
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache")
+"""What a test run sees of the host with ``minimal_fs``: programs, shared libraries and the loader cache."""
+
+
+def _bwrap_args(crate: Path, *, writable: bool, tmp_mb: int, extra_ro: tuple[Path, ...] = (),
+                minimal_fs: bool = False) -> list[str]:
+    if minimal_fs:
+        args = [arg for path in SYSTEM_DIRS for arg in ("--ro-bind-try", path, path)]
+    else:
+        args = ["--ro-bind", "/", "/"]
+    args += [
         "--dev", "/dev",
         "--proc", "/proc",
         "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp",
@@ -269,7 +277,7 @@ class Step:
 
 
 def _prefix(
-    crate: Path, limits: Limits, slot: int, writable: bool, extra_ro: tuple[Path, ...]
+    crate: Path, limits: Limits, slot: int, writable: bool, extra_ro: tuple[Path, ...], minimal_fs: bool = False,
 ) -> tuple[list[str], int | None]:
     iso = detect_isolation()
     cmd = _rlimit_prefix(limits, count_processes=iso.drop_uid)
@@ -279,7 +287,8 @@ def _prefix(
     elif iso.drop_uid:
         cmd += _uid_prefix(slot)
     if iso.bwrap:
-        cmd += [iso.bwrap, *_bwrap_args(crate, writable=writable, tmp_mb=limits.tmp_mb, extra_ro=extra_ro), "--"]
+        cmd += [iso.bwrap, *_bwrap_args(crate, writable=writable, tmp_mb=limits.tmp_mb, extra_ro=extra_ro,
+                                        minimal_fs=minimal_fs), "--"]
     elif iso.unshare_net:
         cmd += [*iso.unshare_net, "--"]
     return cmd, user
@@ -316,6 +325,7 @@ def run_steps(
     slot: int = 0,
     writable: bool = True,
     extra_ro: tuple[Path, ...] = (),
+    minimal_fs: bool = False,
     output_cap: int = 200_000,
 ) -> dict[str, RunResult]:
     """Run commands one after another inside ONE sandbox (one start-up cost for all of them).
@@ -323,13 +333,15 @@ def run_steps(
     A bash wrapper inside the sandbox runs each step under ``timeout`` (``limits.wall_seconds``) with only its
     own stdout/stderr files open, and reports a status line per step on a descriptor steps cannot reach. A
     step with ``stop_unless_ok`` that fails ends the sequence; steps that did not run are absent from the
-    result. ``writable=False`` mounts the crate read-only (used while tests run). Output beyond
+    result. ``writable=False`` mounts the crate read-only (used while tests run). ``minimal_fs`` (with bwrap)
+    shows only ``SYSTEM_DIRS``, ``extra_ro`` and the crate instead of the whole host file system read-only:
+    test binaries cannot read datasets, reference solutions or anything else of ours. Output beyond
     ``output_cap`` characters is cut in the middle.
 
     Raises ``SandboxError`` when the wrapper never started, stopped before reporting a step of ours, or one
     of our programs could not be executed; model-built programs that misbehave only fail their step.
     """
-    prefix, user = _prefix(crate, limits, slot, writable, extra_ro)
+    prefix, user = _prefix(crate, limits, slot, writable, extra_ro, minimal_fs)
     log_dir.mkdir(parents=True, exist_ok=True)
     files = {"status": open(log_dir / "status", "w+b"), "sandbox": open(log_dir / "sandbox.stderr", "w+b")}  # noqa: SIM115
     for step in steps:

@@ -101,12 +101,18 @@ class _Job:
 
     def run_steps(self, group: str, steps: list[sandbox.Step], *, limits: Limits,
                   writable: bool = True) -> dict[str, sandbox.RunResult]:
-        """Several phases in one sandbox call; steps are named after their phase."""
-        # bwrap gives the sandbox a private /tmp: a toolchain mirrored there must be bound in explicitly.
-        extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
+        """Several phases in one sandbox call; steps are named after their phase.
+
+        Test runs (``writable=False``) see a minimal file system: system dirs, std's shared library, the crate.
+        """
+        if writable:
+            # bwrap gives the sandbox a private /tmp: a toolchain mirrored there must be bound in explicitly.
+            extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
+        else:
+            extra = (self.tc.std_lib_dir,)
         results = sandbox.run_steps(
             steps, crate=self.layout.root, log_dir=self.logs / group, limits=limits, env=self.env(),
-            slot=self.slot, writable=writable, extra_ro=extra,
+            slot=self.slot, writable=writable, extra_ro=extra, minimal_fs=not writable,
         )
         for name, result in results.items():
             self._account(name.split(":")[0], result)

@@ -338,3 +338,36 @@ def test_wrapper_killed_by_model_code_fails_that_step_but_by_ours_is_an_error(bo
     assert list(results) == ["test"] and results["test"].returncode != 0 and not results["test"].timed_out
     with pytest.raises(SandboxError, match="stopped before step 'build'"):
         _run(box, [Step("build", [str(ours / "kill-wrapper")])])
+
+
+@pytest.mark.skipif(ISO.bwrap is None, reason="needs bwrap")
+@pytest.mark.parametrize("mode", ["direct", "cargo"])
+def test_test_runs_cannot_read_world_readable_files_of_the_host(mode):
+    """A dataset file with expected answers, readable by everyone on the host, is absent while tests run:
+    a solution cannot look the answers up (only system dirs, std's library and the crate are visible)."""
+    folder = Path(tempfile.mkdtemp(prefix="rr-answers-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    answers = folder / "answers.txt"
+    answers.write_text("42\n")
+    answers.chmod(0o644)
+    code = f"""pub fn answer() -> String {{
+    std::fs::read_to_string("{answers}").unwrap_or_else(|e| e.to_string())
+}}
+
+#[cfg(test)]
+mod tests {{
+    use super::*;
+    #[test]
+    fn looks_up_the_answer() {{
+        assert_eq!(answer(), "42\\n");
+    }}
+}}
+"""
+    verifier = Verifier(VerifierConfig(mode=mode), workers=1)
+    try:
+        report = verifier.verify(code, raw_code=True)
+    finally:
+        verifier.close()
+        shutil.rmtree(folder)
+    assert report.build_ok and (report.own_tests.passed, report.own_tests.failed) == (0, 1), report.test_output
+    assert "No such file or directory" in report.test_output

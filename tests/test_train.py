@@ -107,8 +107,8 @@ def test_presets_and_cli_values():
     assert (real.per_device_train_batch_size, real.gradient_accumulation_steps, real.prompts_per_step()) == (8, 4, 4)
     assert real.gradient_checkpointing and real.lr_scheduler_type == "cosine" and real.warmup_ratio == 0.1
     tiny = preset_params("tiny")
-    assert tiny.build_tiny_model and tiny.num_generations == 4 and tiny.max_completion_length == 128
-    assert 2 <= tiny.prompts_per_step() <= 4
+    assert tiny.build_tiny_model and tiny.num_generations == 8 and tiny.max_completion_length == 128
+    assert (tiny.lr, tiny.max_grad_norm, tiny.prompts_per_step()) == (5e-4, 1.0, 2)
 
     p = params_from_mapping({"preset": "real", "max-steps": 3, "lr": 1e-5, "loss_type": "grpo", "resume": "",
                              "wandb": "", "bf16": "auto", "use-vllm": "false", "run-name": 7})
