@@ -18,6 +18,7 @@ with app.setup:
     import marimo as mo
 
     from rust_rewards.atomic import replace_dir
+    from rust_rewards.dry_run import SettingRejected
     from rust_rewards.importers import load_tasks
     from rust_rewards.params import coerce_value
     from rust_rewards.prompts import chat_messages
@@ -41,17 +42,19 @@ with app.setup:
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     PRESETS = ("tiny", "real")
     RESUME_CHOICES = ("auto", "yes", "no")
+    VLLM_MODES = ("colocate", "server")
     LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
     FORM_GROUPS = {
         "Model and data": ["model", "build_tiny_model", "data", "data_split", "max_tasks"],
-        "Run": ["output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed"],
+        "Run": ["output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed", "dry_run"],
         "Optimizer": ["lr", "lr_scheduler_type", "warmup_ratio", "weight_decay", "adam_beta2", "max_grad_norm"],
         "GRPO": ["beta", "loss_type", "scale_rewards", "num_generations", "max_completion_length", "temperature",
                  "top_p", "per_device_train_batch_size", "gradient_accumulation_steps"],
         "LoRA": ["lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"],
         "Rewards": ["rewards", "reward_weights"],
-        "Hardware": ["bf16", "use_cpu", "gradient_checkpointing", "use_vllm", "vllm_gpu_memory_utilization",
-                     "torch_threads"],
+        "Hardware": ["bf16", "use_cpu", "gradient_checkpointing", "torch_threads"],
+        "vLLM": ["use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_server_host", "vllm_server_port",
+                 "vllm_server_timeout"],
         "Checkpoints and logs": ["save_steps", "save_total_limit", "logging_steps", "completions_every", "wandb",
                                  "wandb_project", "oxen_repo", "oxen_dest"],
         "Safety": ["max_internal_error_share", "max_internal_error_steps"],
@@ -67,7 +70,8 @@ def _():
     of `rust_rewards.rewards` score them with the Rust toolchain, and a LoRA adapter learns from the
     group-relative advantages. Two presets: **tiny** (a 0.4M-parameter Qwen2 built and warm-started locally,
     CPU, seconds per step: a smoke test of the whole loop) and **real** (Qwen2.5-Coder-1.5B-Instruct
-    on a GPU). Script: `python train.py --preset tiny --max-steps 2 --output-dir outputs/t`.
+    on a GPU). Script: `python train.py --preset tiny --max-steps 2 --output-dir outputs/t`;
+    `python train.py --preset real --dry-run` checks every real setting on CPU before a GPU is rented.
     Outputs: `params.json`, `metrics.jsonl`, `completions/step_NNNNNN.parquet`, `checkpoint-N/`,
     `adapter/`; a rerun with the same `--output-dir` resumes from its last checkpoint.
     """)
@@ -98,6 +102,9 @@ class TrainParams:
     verifier crash) scores None; training stops with ``InfrastructureError`` when more than
     ``max_internal_error_share`` of one step's completions had one (1 disables) or when
     ``max_internal_error_steps`` consecutive steps had any (0 disables), keeping the last checkpoint.
+    vLLM (``use_vllm``) generates in ``vllm_mode`` ``colocate`` (on the training GPU, ``vllm_gpu_memory_utilization``
+    of it, asleep while training) or ``server`` (``trl vllm-serve`` at ``vllm_server_host:vllm_server_port``).
+    ``dry_run``: check the run on CPU instead (``run_dry_run``).
     """
 
     preset: str = "real"
@@ -135,7 +142,11 @@ class TrainParams:
     use_cpu: bool | None = None
     gradient_checkpointing: bool = True
     use_vllm: bool | None = None
+    vllm_mode: str = "colocate"
     vllm_gpu_memory_utilization: float = 0.3
+    vllm_server_host: str = "0.0.0.0"
+    vllm_server_port: int = 8000
+    vllm_server_timeout: float = 240.0
     torch_threads: int = 0
     save_steps: int = 100
     save_total_limit: int = 3
@@ -149,6 +160,7 @@ class TrainParams:
     oxen_dest: str = ""
     max_internal_error_share: float = 0.5
     max_internal_error_steps: int = 3
+    dry_run: bool = False
 
     def prompts_per_step(self) -> float:
         """Distinct task prompts per optimizer step (one process)."""
@@ -235,6 +247,10 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError(f"--max-internal-error-share must be within [0, 1], got {p.max_internal_error_share}")
     if p.max_internal_error_steps < 0:
         raise ValueError(f"--max-internal-error-steps must be >= 0 (0 disables), got {p.max_internal_error_steps}")
+    if p.vllm_mode not in VLLM_MODES:
+        raise ValueError(f"--vllm-mode: expected one of {VLLM_MODES}, got {p.vllm_mode!r}")
+    if not 0.0 < p.vllm_gpu_memory_utilization <= 1.0:
+        raise ValueError(f"--vllm-gpu-memory-utilization must be within (0, 1], got {p.vllm_gpu_memory_utilization}")
     if p.num_generations < 2:
         raise ValueError(f"--num-generations must be >= 2 (GRPO compares a group), got {p.num_generations}")
     completions = p.per_device_train_batch_size * p.gradient_accumulation_steps
@@ -342,13 +358,28 @@ def find_checkpoint(output_dir: str | Path, resume: str) -> str | None:
 
 
 @app.function
+def vllm_kwargs(params: TrainParams) -> dict[str, Any]:
+    """``GRPOConfig``'s vLLM fields for resolved params (none without vLLM).
+
+    Colocate: vLLM takes ``vllm_gpu_memory_utilization`` of the training GPU and sleeps (weights and KV cache
+    offloaded) during the optimizer step. Server: generation by ``trl vllm-serve`` at host:port.
+    """
+    p = params
+    if not p.use_vllm:
+        return {}
+    if p.vllm_mode == "colocate":
+        return dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=p.vllm_gpu_memory_utilization,
+                    vllm_enable_sleep_mode=True)
+    return dict(use_vllm=True, vllm_mode="server", vllm_server_host=p.vllm_server_host,
+                vllm_server_port=p.vllm_server_port, vllm_server_timeout=p.vllm_server_timeout)
+
+
+@app.function
 def grpo_config(params: TrainParams, weights: Sequence[float]):
     """TRL's ``GRPOConfig`` for resolved params."""
     from trl import GRPOConfig
 
     p = params
-    vllm = dict(use_vllm=True, vllm_mode="colocate",
-                vllm_gpu_memory_utilization=p.vllm_gpu_memory_utilization) if p.use_vllm else {}
     return GRPOConfig(
         output_dir=p.output_dir,
         run_name=p.run_name,
@@ -382,7 +413,7 @@ def grpo_config(params: TrainParams, weights: Sequence[float]):
         disable_tqdm=True,
         log_completions=False,
         seed=p.seed,
-        **vllm,
+        **vllm_kwargs(p),
     )
 
 
@@ -593,6 +624,67 @@ def run_training(
                        history[-1] if history else {}, oxen_error)
 
 
+@app.function
+def gpu_view(params: TrainParams) -> TrainParams:
+    """Params validated and resolved as the full run resolves them on a GPU machine with the ``[gpu]`` extras:
+    bf16 and vLLM where left to the hardware, the GPU as device."""
+    p = resolve_params(dataclasses.replace(params, use_vllm=False))
+    return dataclasses.replace(p, bf16=params.bf16 is not False, use_cpu=bool(params.use_cpu),
+                               use_vllm=params.use_vllm is not False)
+
+
+@app.function
+def run_dry_run(
+    params: TrainParams,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = print_progress,
+) -> TrainResult:
+    """``--dry-run``: check a real-preset run on CPU before renting a GPU.
+
+    Builds the full run's ``GRPOConfig`` (vLLM fields included) and ``LoraConfig`` and prints its GPU plan
+    (an estimate), then trains a copy reduced only where a CPU must (``rust_rewards.dry_run.reduce_params``,
+    printed) for one step with checkpoint-1 and resumes it to step 2, in ``outputs/dry-run`` (or
+    ``<output_dir>/dry-run`` for a non-default ``--output-dir``). Raises ``SettingRejected`` for a setting the
+    full run would reject.
+    """
+    import torch
+
+    from rust_rewards import dry_run as dr
+
+    if params.preset != "real":
+        raise SettingRejected(f"--dry-run checks the real preset; the {params.preset} preset runs on CPU as it is")
+    try:
+        full = gpu_view(params)
+        funcs, weights = select_rewards(full)
+        # TrainingArguments refuses bf16 without a GPU unless use_cpu is set; use_cpu only picks the device.
+        on_this_machine = dataclasses.replace(full, use_cpu=full.use_cpu or not torch.cuda.is_available())
+        config = grpo_config(on_this_machine, [weights[f.__name__] for f in funcs])
+        lora = lora_config(full)
+    except (ValueError, TypeError) as err:
+        raise SettingRejected(f"the full run would reject these settings: {err}") from err
+    print(dr.plan_text(full), flush=True)
+    vllm = {k: getattr(config, k) for k in vllm_kwargs(full)}
+    print(f"full run's GRPOConfig built: bf16={config.bf16}, loss_type={config.loss_type!r}, "
+          f"generation_batch_size={config.generation_batch_size}, steps_per_generation={config.steps_per_generation}, "
+          f"{', '.join(f'{k}={v!r}' for k, v in vllm.items()) or 'use_vllm=False'}; LoraConfig built: r={lora.r}, "
+          f"lora_alpha={lora.lora_alpha}, target_modules={lora.target_modules!r}", flush=True)
+    if vllm:
+        print("vLLM is off on CPU: its settings above are validated by GRPOConfig only, not run", flush=True)
+
+    default_out = params.output_dir == preset_params(params.preset).output_dir
+    root = dr.prepare_dir(ROOT / "outputs" / "dry-run" if default_out else Path(full.output_dir) / "dry-run")
+    model = dr.build_shaped_model(root / "model", full.model)
+    dry, changes = dr.reduce_params(full, model, root / "run")
+    print(dr.format_changes(full, changes), flush=True)
+    run_training(dry, progress)
+    result = run_training(dataclasses.replace(dry, max_steps=2, resume="yes"), progress)
+    checkpoint = str(root / "run" / "checkpoint-1")
+    if (result.global_step, result.resumed_from) != (2, checkpoint):
+        raise RuntimeError(f"dry run: expected step 2 resumed from {checkpoint}, got step {result.global_step} "
+                           f"resumed from {result.resumed_from}")
+    print(f"dry run passed: step 1, {checkpoint}, resumed to step 2; outputs in {root / 'run'}", flush=True)
+    return result
+
+
 @app.cell
 def _():
     preset = mo.ui.dropdown(options=list(PRESETS), value="tiny", label="preset")
@@ -654,8 +746,9 @@ def _(form, preset):
 @app.cell
 def _(params):
     try:
+        _train = run_dry_run if params.dry_run else run_training
         if mo.app_meta().mode == "script":
-            result = run_training(params)
+            result = _train(params)
         else:
             with mo.status.progress_bar(total=max(params.max_steps, 1), title="GRPO training") as _bar:
                 _seen = {"step": 0}
@@ -665,8 +758,8 @@ def _(params):
                     _bar.update(increment=step - _seen["step"], subtitle=format_log_line(step, max_steps, logs))
                     _seen["step"] = step
 
-                result = run_training(params, progress=_report)
-    except InfrastructureError as _err:
+                result = _train(params, progress=_report)
+    except (InfrastructureError, SettingRejected) as _err:
         if mo.app_meta().mode == "script":
             raise SystemExit(f"train.py: {_err}") from None
         mo.stop(True, mo.callout(mo.md(f"**Training stopped.** {_err}"), kind="danger"))

@@ -1,0 +1,142 @@
+"""``train.py --preset real --dry-run``: the real preset checked on CPU, and the vLLM fields the real run passes.
+
+The end-to-end test runs the command as a user would (a subprocess, 2-4 minutes on 2 cores): the full
+run's GRPOConfig and plan, a 2-layer model of Qwen2.5-Coder-1.5B's exact layer shape, one step with
+checkpoint-1, then a resume to step 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from trl import GRPOConfig
+
+from rust_rewards.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
+from rust_rewards.gpu_plan import CARDS, RunShape
+from rust_rewards.rewards import REWARD_FUNCS
+from train import TrainParams, gpu_view, grpo_config, params_from_mapping, run_dry_run, vllm_kwargs
+
+ROOT = Path(__file__).resolve().parent.parent
+LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def real(tmp_path: Path, **flags) -> TrainParams:
+    """The real preset with ``flags``, resolved as on a GPU machine with vLLM installed."""
+    return gpu_view(params_from_mapping({"preset": "real", "output-dir": str(tmp_path / "out"), **flags}))
+
+
+def test_vllm_kwargs_are_grpo_config_fields(tmp_path):
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    colocate, server = real(tmp_path), real(tmp_path, vllm_mode="server", vllm_server_host="10.0.0.2")
+    assert vllm_kwargs(colocate) == {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
+                                     "vllm_enable_sleep_mode": True}
+    assert vllm_kwargs(server) == {"use_vllm": True, "vllm_mode": "server", "vllm_server_host": "10.0.0.2",
+                                   "vllm_server_port": 8000, "vllm_server_timeout": 240.0}
+    assert vllm_kwargs(dataclasses.replace(colocate, use_vllm=False)) == {}
+    for p in (colocate, server):
+        kwargs = vllm_kwargs(p)
+        assert set(kwargs) <= fields
+        # GRPOConfig only records the vLLM fields (GRPOTrainer imports vllm), so it builds here without vllm;
+        # use_cpu because TrainingArguments refuses bf16 without a GPU otherwise.
+        config = grpo_config(dataclasses.replace(p, use_cpu=True), [1.0] * len(REWARD_FUNCS))
+        assert {k: getattr(config, k) for k in kwargs} == kwargs and config.bf16
+    with pytest.raises(ValueError, match="--vllm-mode"):
+        real(tmp_path, vllm_mode="remote")
+
+
+def test_plan_and_reductions_from_params(tmp_path):
+    p = real(tmp_path)
+    assert run_shape(p) == RunShape(micro_batch=8, completions_per_step=32, prompt_tokens=512, completion_tokens=768,
+                                    lora_r=16, gradient_checkpointing=True, vllm_util=0.3, sleep_mode=True)
+    assert run_shape(real(tmp_path, vllm_mode="server")).vllm_util is None
+    dry, changes = reduce_params(p, tmp_path / "model", tmp_path / "run")
+    changed = {c.name for c in changes}
+    assert {"model", "max_completion_length", "gradient_accumulation_steps", "max_steps", "use_vllm"} <= changed
+    kept = {f.name for f in dataclasses.fields(p)} - changed
+    assert {"lr", "loss_type", "beta", "num_generations", "lora_target_modules", "bf16", "gradient_checkpointing",
+            "per_device_train_batch_size", "vllm_gpu_memory_utilization"} <= kept
+    assert all(getattr(dry, name) == getattr(p, name) for name in kept)
+    assert dry.per_device_train_batch_size == dry.num_generations and dry.gradient_accumulation_steps == 1
+
+
+def test_rejected_settings_fail_before_anything_runs(tmp_path):
+    """Refused by TrainingArguments (a field only GRPOConfig checks) or by resolve_params, before any output."""
+    cases = {("lr-scheduler-type", "sometimes"): "sometimes is not a valid SchedulerType",
+             ("num-generations", "3"): "multiple of num_generations",
+             ("vllm-gpu-memory-utilization", "1.5"): "--vllm-gpu-memory-utilization must be within"}
+    for (flag, value), message in cases.items():
+        params = params_from_mapping({"preset": "real", "dry-run": True, "output-dir": str(tmp_path), flag: value})
+        with pytest.raises(SettingRejected, match=message):
+            run_dry_run(params)
+    with pytest.raises(SettingRejected, match="tiny preset"):
+        run_dry_run(params_from_mapping({"preset": "tiny", "dry-run": True}))
+    assert not any(tmp_path.iterdir())
+
+    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "real", "--dry-run", "--loss-type",
+                           "nonsense", "--output-dir", str(tmp_path / "out")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "train.py: the full run would reject these settings: --loss-type" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_dry_run_cli_trains_checkpoints_and_resumes(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "real", "--dry-run", "--output-dir",
+                           str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=840)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = proc.stdout
+
+    assert "an ESTIMATE" in text and all(card.name in text for card in CARDS)
+    assert ("full run's GRPOConfig built: bf16=True, loss_type='dapo', generation_batch_size=32, "
+            "steps_per_generation=4, use_vllm=True, vllm_mode='colocate', vllm_gpu_memory_utilization=0.3, "
+            "vllm_enable_sleep_mode=True; LoraConfig built: r=16") in text
+    assert "vLLM is off on CPU" in text
+    assert "settings reduced to run on CPU" in text and "settings kept as the full run has them" in text
+    for line in ("max_completion_length: 768 -> 16", "gradient_accumulation_steps: 4 -> 1", "max_steps: -1 -> 1",
+                 "use_vllm: True -> False", "model: 'Qwen/Qwen2.5-Coder-1.5B-Instruct' -> "):
+        assert line in text
+    assert "changed since the first start" in text and "dry run passed" in text
+
+    root = out / "dry-run"
+    run = root / "run"
+    assert sorted(p.name for p in out.iterdir()) == ["dry-run"]
+    for step in (1, 2):
+        state = json.loads((run / f"checkpoint-{step}" / "trainer_state.json").read_text())
+        assert state["global_step"] == step
+        assert len(pd.read_parquet(run / "completions" / f"step_{step:06d}.parquet")) == 8
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    starts = [json.loads(line) for line in (run / "params_history.jsonl").read_text().splitlines()]
+    assert [(s["max_steps"], s["resume"], s["derived"]["resumed_from"]) for s in starts] == [
+        (1, "no", None), (2, "yes", str(run / "checkpoint-1"))]
+    params = starts[-1]
+    assert (params["bf16"], params["use_cpu"], params["use_vllm"], params["loss_type"], params["lr"]) == (
+        True, True, False, "dapo", 2e-5)
+    assert (params["gradient_checkpointing"], params["derived"]["n_tasks"], params["derived"]["prompts_per_step"]) == (
+        True, 4, 1)
+
+    config = json.loads((root / "model" / "config.json").read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"], config["intermediate_size"], config["vocab_size"],
+            config["num_attention_heads"], config["num_key_value_heads"]) == (2, 1536, 8960, 151936, 12, 2)
+    adapter = json.loads((run / "adapter" / "adapter_config.json").read_text())
+    assert (adapter["r"], adapter["lora_alpha"], adapter["lora_dropout"]) == (16, 64, 0.05)
+    assert len(adapter["target_modules"]) == 2 * len(LINEAR)  # all-linear, resolved to module paths
+    assert {name.rsplit(".", 1)[-1] for name in adapter["target_modules"]} == LINEAR
+
+
+def test_a_dry_run_never_clears_a_folder_it_did_not_write(tmp_path):
+    (tmp_path / "dry-run" / "run").mkdir(parents=True)
+    (tmp_path / "dry-run" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="holds no dry_run.json"):
+        prepare_dir(tmp_path / "dry-run")
+    assert (tmp_path / "dry-run" / "run").is_dir()
+    (tmp_path / "dry-run" / MARKER).write_text("{}")
+    assert not (prepare_dir(tmp_path / "dry-run") / "run").exists()
