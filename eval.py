@@ -18,7 +18,7 @@ with app.setup:
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
     from rust_rewards.importers import load_tasks
-    from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, summarize
+    from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, round_metrics, summarize
     from rust_rewards.params import coerce_value
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
@@ -33,7 +33,9 @@ def _():
     # Eval: score predictions with the training verifier
 
     Every completion goes through exactly the verifier the rewards use (build, clippy, the model's own
-    tests, the task's hidden reference tests). Script:
+    tests, the task's hidden reference tests). Predictions with repair rounds (`inference.py
+    --repair-rounds N`) are scored per round: round 0 is the one-shot answer, round N the answer after up
+    to N repairs. Script:
     `python eval.py --tasks T --predictions preds.parquet [--predictions other.parquet] --out DIR --k 1,5`.
     """)
     return
@@ -74,7 +76,8 @@ def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
     """Predictions from parquet/jsonl files: columns model, task_id, sample, completion (+ origin).
 
     ``model`` defaults to the file name without suffix; ``sample`` to the row's rank among rows of
-    the same (model, task_id). ``origin`` says ``file:row`` (1-based) for error messages.
+    the same (model, task_id). ``origin`` says ``file:row`` (1-based) for error messages. When any file has a
+    ``round`` column (repair rounds), it is kept after ``sample`` (0 for files without one).
     """
     if not paths:
         raise ValueError("no predictions file given (--predictions PATH)")
@@ -103,21 +106,25 @@ def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
         df["model"] = df["model"].astype(str)
         if "sample" not in df.columns:
             df["sample"] = df.groupby(["model", "task_id"]).cumcount()
-        frames.append(df[["model", "task_id", "sample", "completion", "origin"]])
+        frames.append(df[["model", "task_id", "sample", *(["round"] if "round" in df.columns else []),
+                          "completion", "origin"]])
     preds = pd.concat(frames, ignore_index=True)
-    try:
-        preds["sample"] = preds["sample"].astype(int)
-    except (TypeError, ValueError):
-        raise ValueError("column 'sample' must hold integers") from None
-    dup = preds[preds.duplicated(["model", "task_id", "sample"], keep=False)]
+    keys = ["model", "task_id", "sample"]
+    if "round" in preds.columns:
+        preds["round"] = preds["round"].fillna(0)
+        keys.append("round")
+    for column in keys[2:]:
+        try:
+            preds[column] = preds[column].astype(int)
+        except (TypeError, ValueError):
+            raise ValueError(f"column {column!r} must hold integers") from None
+    dup = preds[preds.duplicated(keys, keep=False)]
     if not dup.empty:
         first = dup.iloc[0]
-        rows = ", ".join(dup[(dup["model"] == first["model"]) & (dup["task_id"] == first["task_id"])
-                             & (dup["sample"] == first["sample"])]["origin"])
-        raise ValueError(
-            f"duplicate prediction (model={first['model']!r}, task_id={first['task_id']!r},"
-            f" sample={first['sample']}) at {rows}: give each file its own model name"
-        )
+        rows = ", ".join(dup[(dup[keys] == first[keys]).all(axis=1)]["origin"])
+        where = f"model={first['model']!r}, task_id={first['task_id']!r}, sample={first['sample']}"
+        where += f", round={first['round']}" if "round" in keys else ""
+        raise ValueError(f"duplicate prediction ({where}) at {rows}: give each file its own model name")
     return preds
 
 
@@ -128,7 +135,8 @@ def score_predictions(
 ) -> pd.DataFrame:
     """Verify every prediction against its task's hidden tests: one row per completion.
 
-    Columns: model, task_id, sample, completion, every key of ``Report.flat()`` (``internal_error`` included).
+    Columns: model, task_id, sample, (round,) completion, every key of ``Report.flat()`` (``internal_error``
+    included).
     A completion without code scores ``hidden_ok=False`` on a task with hidden tests (it stays in the pass@k
     denominator); one the verifier failed on internally has ``hidden_ok`` null and is reported, not scored.
     An unknown task id raises, naming the prediction row.
@@ -155,7 +163,7 @@ def score_predictions(
     crashed = int((flat["internal_error"] != "").sum())
     if crashed:
         log.warning("the verifier failed internally on %d completion(s): see column internal_error", crashed)
-    base = predictions[["model", "task_id", "sample", "completion"]]
+    base = predictions[["model", "task_id", "sample", *(["round"] if "round" in predictions else []), "completion"]]
     return pd.concat([base, flat], axis=1).reset_index(drop=True)
 
 
@@ -212,6 +220,33 @@ def pass_at_k_chart(summaries: dict[str, ModelSummary]) -> alt.LayerChart:
         tooltip=["model", "k", alt.Tooltip("value:Q", format=".3f")],
     )
     return (line + base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")).properties(width=320, height=260)
+
+
+@app.function
+def rounds_chart(summaries: dict[str, ModelSummary]) -> alt.FacetChart | None:
+    """Each metric per repair round, models side by side, with 95% intervals (None without repair rounds)."""
+    data = round_metrics(summaries)
+    if data.empty:
+        return None
+    base = alt.Chart().encode(x=alt.X("round:O", title="repair round"), color="model:N")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["model", "round", "metric", alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")],
+    )
+    bars = base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")
+    return alt.layer(line, bars, data=data).properties(width=180, height=200).facet(
+        column=alt.Column("metric:N", title=None, sort=list(data["metric"].drop_duplicates())))
+
+
+@app.function
+def rounds_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
+    """One row per (model, round): n, revised answers, rates, hidden pass@1 (pass@1 after that many rounds)."""
+    return pd.DataFrame(
+        [{"model": model, "round": r.round, "n": r.n, "revised": r.revised, "build": r.build_rate,
+          "clippy": r.clippy_rate, "test": r.test_rate, "hidden pass@1": r.hidden_pass_at_1,
+          "hidden pass@1 95% CI": r.ci.get("hidden_pass_at_1"), "hack flags": r.hack_flag_rate}
+         for model, s in summaries.items() for r in s.rounds])
 
 
 @app.function
@@ -281,6 +316,18 @@ def _(summaries):
             mo.ui.altair_chart(rates_chart(summaries)),
             mo.ui.altair_chart(pass_at_k_chart(summaries)),
         ]),
+    ])
+    return
+
+
+@app.cell
+def _(summaries):
+    _chart = rounds_chart(summaries)
+    mo.stop(_chart is None)
+    mo.vstack([
+        mo.md("## Repair rounds (round 0: one-shot; round N: the answer after up to N repairs)"),
+        mo.ui.table(rounds_table(summaries).round(4), selection=None),
+        _chart,
     ])
     return
 

@@ -14,6 +14,7 @@ with app.setup:
     import marimo as mo
     import pandas as pd
 
+    from rust_rewards.feedback import DEFAULT_MAX_TOKENS
     from rust_rewards.generation import (
         BACKENDS,
         SamplingParams,
@@ -39,7 +40,9 @@ def _():
     # Inference: sample completions for an eval split
 
     Same system prompt and chat template as training. Writes one row per (task, sample) to a
-    parquet file; a rerun with the same `out` resumes where the last one stopped.
+    parquet file; a rerun with the same `out` resumes where the last one stopped. With
+    `--repair-rounds N`, an answer that fails a check the model may see (build, clippy, its own tests)
+    gets up to N follow-up turns with compiler and test feedback, one row per (task, sample, round).
     Script: `python inference.py --model M [--adapter A] --tasks T --out preds.parquet --n 4`.
     """)
     return
@@ -66,6 +69,13 @@ class InferenceParams:
     batch_size: int = 8
     chunk_size: int = 32
     backend: str = "auto"
+    repair_rounds: int = 0
+    feedback_tokens: int = DEFAULT_MAX_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.repair_rounds < 0 or self.feedback_tokens < 1:
+            raise ValueError("--repair-rounds must be >= 0 and --feedback-tokens >= 1, got "
+                             f"{self.repair_rounds} and {self.feedback_tokens}")
 
     def model_name(self) -> str:
         """The label written to the ``model`` column (``--name``, else derived from model + adapter)."""
@@ -134,13 +144,14 @@ def run_inference(
         tasks, generator, sampling, params.out_path(),
         model=params.model_name(), base_model=params.model, adapter=params.adapter or None,
         chunk_size=params.chunk_size, progress=progress,
+        repair_rounds=params.repair_rounds, feedback_tokens=params.feedback_tokens,
     )
 
 
 @app.function
 def log_progress(done: int, total: int) -> None:
     """Script-mode progress: one log line per finished chunk."""
-    log.info("generated %d/%d (task, sample) pairs", done, total)
+    log.info("generated %d/%d completions", done, total)
 
 
 @app.cell
@@ -156,6 +167,8 @@ def _():
             {n} {temperature} {top_p} {max_new_tokens} {greedy} {seed}
 
             {limit} {batch_size} {chunk_size} {backend}
+
+            {repair_rounds} {feedback_tokens}
             """
         )
         .batch(
@@ -177,6 +190,9 @@ def _():
             batch_size=mo.ui.number(start=1, stop=1024, value=defaults.batch_size, label="batch size"),
             chunk_size=mo.ui.number(start=1, stop=100000, value=defaults.chunk_size, label="rows per chunk"),
             backend=mo.ui.dropdown(options=["auto", *BACKENDS], value=defaults.backend, label="backend"),
+            repair_rounds=mo.ui.number(start=0, stop=10, value=defaults.repair_rounds, label="repair rounds"),
+            feedback_tokens=mo.ui.number(start=32, stop=4096, value=defaults.feedback_tokens,
+                                         label="feedback tokens (max)"),
         )
         .form(submit_button_label="Generate")
     )
@@ -209,7 +225,8 @@ def _(params):
 
 @app.cell
 def _(predictions):
-    mo.ui.table(predictions[["task_id", "sample", "completion_tokens", "truncated", "completion"]],
+    mo.ui.table(predictions[[c for c in ("task_id", "sample", "round", "completion_tokens", "truncated",
+                                         "completion", "feedback") if c in predictions.columns]],
                 page_size=10)
     return
 

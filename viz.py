@@ -13,7 +13,7 @@ with app.setup:
     import pandas as pd
 
     from rust_rewards.extract import extract_rust
-    from rust_rewards.metrics import comparison_table
+    from rust_rewards.metrics import comparison_table, round_metrics
     from rust_rewards.run_logs import (
         ANY_CODE,
         NO_CODE,
@@ -268,6 +268,25 @@ def eval_error_chart(logs: EvalLogs) -> alt.Chart | None:
         )
         .properties(title="Eval: top compiler error codes", width="container", height=220)
     )
+
+
+@app.function
+def eval_rounds_chart(logs: EvalLogs) -> alt.FacetChart | None:
+    """Each metric per repair round, models side by side with 95% intervals (None without repair rounds)."""
+    table = round_metrics(logs.summaries)
+    if table.empty:
+        return None
+    base = alt.Chart().encode(x=alt.X("round:O", title="repair round"),
+                              color=alt.Color("model:N", legend=alt.Legend(orient="bottom")))
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
+        tooltip=["model:N", "round:O", "metric:N", alt.Tooltip("value:Q", format=".1%"),
+                 alt.Tooltip("lo:Q", format=".1%"), alt.Tooltip("hi:Q", format=".1%")],
+    )
+    whiskers = base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")
+    return alt.layer(line, whiskers, data=table).properties(width=160, height=200).facet(
+        column=alt.Column("metric:N", title=None, sort=list(EVAL_METRICS)),
+        title="Eval: metrics per repair round (round 0 = one-shot)")
 
 
 @app.function
@@ -535,11 +554,13 @@ def _(eval_path, get_version):
         except RunLogError as err:
             _view = mo.callout(mo.md(f"**Cannot read this eval.** {err}"), kind="danger")
     if _logs is not None:
+        _rounds = eval_rounds_chart(_logs)
         _view = mo.vstack([
             mo.hstack([chart_or_note(eval_chart(_logs), "No metrics in this eval."),
                        chart_or_note(eval_error_chart(_logs), "No compiler error codes in this eval.")],
                       widths="equal"),
             mo.ui.table(comparison_table(_logs.summaries).round(4), selection=None, label="Summary per model"),
+            *([] if _rounds is None else [_rounds]),
         ])
     mo.vstack([mo.md("## Eval comparison"), _view])
     return

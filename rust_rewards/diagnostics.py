@@ -174,3 +174,131 @@ def parse_hidden(outputs: list[str], names: list[tuple[str, ...]]) -> HiddenRun:
     if forged:
         return HiddenRun(TestRun(0, passed + failed + ignored, 0, False), tuple(forged))
     return HiddenRun(TestRun(passed, failed, ignored, genuine))
+
+
+_RENDERED_HEAD = re.compile(r"^(error|warning)(?:\[([A-Za-z0-9_:]+)\])?: (.*)$", re.MULTILINE)
+_LOCATION = re.compile(r"^\s*--> (.+?):(\d+):(\d+)\s*$", re.MULTILINE)
+_GUTTER = re.compile(r"^\s*(\d+)?\s*\|")
+_SUGGESTION = re.compile(r"^\s*\d+ [|+-] |^\s*\|\s*[+~-]+\s*$")
+_CLIPPY_URL = re.compile(r"rust-clippy/[^\s#]*#([a-z0-9_]+)")
+_FAILURE_HEAD = re.compile(r"^---- (\S+) stdout ----$", re.MULTILINE)
+_FAILED_LINE = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. FAILED\b", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class RenderedDiagnostic:
+    """One compiler message as ``Report.diagnostics`` stores it (rustc's rendered text), split into parts.
+
+    ``code`` is ``E0308``-style for rustc errors, ``clippy::lint`` for clippy findings, else empty; ``file``,
+    ``line``, ``column`` are the primary span (empty/0 when the message has none); ``snippet`` holds the first
+    run of source/label lines under the span; ``notes`` the top-level ``= help:``/``help:``/``note:`` lines.
+    """
+
+    level: str
+    code: str
+    message: str
+    file: str = ""
+    line: int = 0
+    column: int = 0
+    snippet: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    text: str = ""
+
+
+def split_rendered(rendered: str) -> list[RenderedDiagnostic]:
+    """Split concatenated rendered diagnostics into messages, in order, exact duplicates dropped.
+
+    >>> d = split_rendered("error[E0308]: mismatched types\\n --> src/lib.rs:2:5\\n  |\\n2 |     \\"x\\"\\n"
+    ...                    "  |     ^^^ expected `i32`, found `&str`\\n\\n")[0]
+    >>> d.code, d.file, d.line, d.column, d.snippet
+    ('E0308', 'src/lib.rs', 2, 5, ('2 |     "x"', '  |     ^^^ expected `i32`, found `&str`'))
+    """
+    heads = list(_RENDERED_HEAD.finditer(rendered))
+    found: list[RenderedDiagnostic] = []
+    seen: set[str] = set()
+    for i, head in enumerate(heads):
+        text = rendered[head.start() : heads[i + 1].start() if i + 1 < len(heads) else len(rendered)].rstrip()
+        if text in seen:
+            continue
+        seen.add(text)
+        lint = _CLIPPY_URL.search(text)
+        code = head.group(2) or (f"clippy::{lint.group(1)}" if lint else "")
+        where = _LOCATION.search(text)
+        body = text[where.end() :].splitlines() if where else []
+        snippet: list[str] = []
+        for line in body:
+            if not _GUTTER.match(line):
+                if snippet:
+                    break
+                continue
+            snippet.append(line.rstrip())
+        while snippet and snippet[0].strip() == "|":
+            snippet.pop(0)
+        while snippet and snippet[-1].strip() == "|":
+            snippet.pop()
+        found.append(RenderedDiagnostic(
+            level=head.group(1), code=code, message=head.group(3).strip(),
+            file=where.group(1) if where else "", line=int(where.group(2)) if where else 0,
+            column=int(where.group(3)) if where else 0, snippet=tuple(snippet), notes=_notes(body), text=text,
+        ))
+    return found
+
+
+def _notes(body: list[str]) -> tuple[str, ...]:
+    """``= help:``/``= note:`` lines and ``help:``/``note:`` sections; a section keeps its suggested edit."""
+    notes: list[str] = []
+    current: list[str] | None = None
+    for line in body:
+        if re.match(r"^\s*(= )?(help|note): ", line):
+            if current:
+                notes.append("\n".join(current))
+            current = [line.strip()]
+        elif current is not None and _SUGGESTION.match(line) and len(current) < 5:
+            current.append(line.rstrip())
+        elif current is not None and not _GUTTER.match(line):
+            notes.append("\n".join(current))
+            current = None
+    if current:
+        notes.append("\n".join(current))
+    return tuple(notes)
+
+
+@dataclass(frozen=True)
+class TestFailure:
+    """One failed libtest test: its name and what it printed (panic message included)."""
+
+    name: str
+    output: str
+
+
+def libtest_failures(stdout: str) -> list[TestFailure]:
+    """The failed tests of ONE libtest run's stdout, in the order libtest reported them.
+
+    >>> out = ("test t::a ... FAILED\\n\\nfailures:\\n\\n---- t::a stdout ----\\n\\nthread 't::a' (4) panicked at "
+    ...        "src/lib.rs:3:9:\\nboom\\n\\n\\nfailures:\\n    t::a\\n")
+    >>> libtest_failures(out)
+    [TestFailure(name='t::a', output="thread 't::a' (4) panicked at src/lib.rs:3:9:\\nboom")]
+    """
+    sections: dict[str, str] = {}
+    heads = list(_FAILURE_HEAD.finditer(stdout))
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(stdout)
+        body = stdout[head.end() : end]
+        body = re.split(r"^failures:$", body, maxsplit=1, flags=re.MULTILINE)[0]
+        sections.setdefault(head.group(1), body.strip("\n"))
+    names = list(dict.fromkeys(_FAILED_LINE.findall(stdout)))
+    return [TestFailure(name, sections.get(name, "")) for name in names]
+
+
+def first_libtest_run(stdout: str) -> str:
+    """The text of joined libtest outputs up to and including the first ``test result:`` line ("" if none).
+
+    >>> first_libtest_run("running 1 test\\ntest a ... ok\\n\\ntest result: ok. 1 passed; 0 failed; 0 ignored; "
+    ...                   "0 measured; 0 filtered out; finished in 0.00s\\n\\nrunning 1 test\\n").splitlines()[-1][:15]
+    'test result: ok'
+    """
+    summary = _SUMMARY.search(stdout)
+    if summary is None:
+        return ""
+    end = stdout.find("\n", summary.end())
+    return stdout[: len(stdout) if end < 0 else end]

@@ -1,8 +1,13 @@
 """Evaluation metrics: pass@k, Wilson intervals and per-model summaries of verifier results.
 
-A results table has one row per completion: ``model``, ``task_id``, ``sample`` plus every key of
-``Report.flat()``. ``summarize`` turns it into one ``ModelSummary`` per model (what eval.py writes to
+A results table has one row per completion: ``model``, ``task_id``, ``sample`` (optionally ``round``) plus every
+key of ``Report.flat()``. ``summarize`` turns it into one ``ModelSummary`` per model (what eval.py writes to
 ``summary.json`` and viz.py plots).
+
+Repair rounds: with a ``round`` column (0 = first answers), the answers standing after round r are each
+(model, task_id, sample)'s row of the highest round <= r (``standing_answers``): a sample that was not repaired
+keeps its earlier answer. The summary's headline numbers are round 0's (one-shot, unchanged by repair); its
+``rounds`` list holds every metric for rounds 0..N, and round N's hidden pass@1 is pass@1 after N rounds.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -153,6 +158,25 @@ def bootstrap_interval(values: Sequence[float], seed: int = 0, level: float = 0.
 
 
 @dataclass
+class RoundSummary:
+    """Every metric of the answers standing after one repair round (round 0: the first answers).
+
+    ``revised``: answers that differ from the same sample's answer after the previous round (0 in round 0).
+    """
+
+    round: int
+    n: int
+    revised: int
+    build_rate: float
+    clippy_rate: float
+    test_rate: float
+    hidden_pass_at_1: float | None
+    pass_at_k: dict[str, float | None]
+    hack_flag_rate: float
+    ci: dict[str, list[float]]
+
+
+@dataclass
 class ModelSummary:
     """Aggregate eval numbers for one model (one entry of ``summary.json``).
 
@@ -175,9 +199,22 @@ class ModelSummary:
     hack_reasons: dict[str, int] = field(default_factory=dict)
     n_hidden_tasks: int = 0
     timeouts: int = 0
+    rounds: list[RoundSummary] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready dict; ``rounds`` only when there were repair rounds (so one-shot output is unchanged)."""
+        data = asdict(self)
+        if not self.rounds:
+            del data["rounds"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
+        """The inverse of ``to_dict``; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        kwargs = {key: value for key, value in data.items() if key in names}
+        kwargs["rounds"] = [RoundSummary(**r) for r in data.get("rounds") or []]
+        return cls(**kwargs)
 
 
 def summarize_model(results: pd.DataFrame, ks: Sequence[int] = (1,), top: int = 10) -> ModelSummary:
@@ -230,14 +267,48 @@ def summarize_model(results: pd.DataFrame, ks: Sequence[int] = (1,), top: int = 
     )
 
 
+def standing_answers(results: pd.DataFrame, round_: int) -> pd.DataFrame:
+    """The answers standing after repair round ``round_``: per (model, task_id, sample), the row of the highest
+    round <= ``round_`` (all rows when there is no ``round`` column)."""
+    if "round" not in results.columns:
+        return results
+    rows = results[results["round"] <= round_].sort_values("round", kind="stable")
+    return rows.drop_duplicates(["model", "task_id", "sample"], keep="last").sort_index()
+
+
+def summarize_rounds(results: pd.DataFrame, ks: Sequence[int] = (1,), top: int = 10) -> list[RoundSummary]:
+    """Every metric per round 0..N (N: the highest round of ``results``, one model's rows)."""
+    rounds: list[RoundSummary] = []
+    previous: pd.DataFrame | None = None
+    for number in range(int(results["round"].max()) + 1):
+        rows = standing_answers(results, number)
+        s = summarize_model(rows, ks, top)
+        revised = 0
+        if previous is not None:
+            keys = ["task_id", "sample"]
+            paired = rows[[*keys, "completion"]].merge(previous[[*keys, "completion"]], on=keys, how="left")
+            revised = int((paired["completion_x"] != paired["completion_y"]).sum())
+        rounds.append(RoundSummary(number, s.n, revised, s.build_rate, s.clippy_rate, s.test_rate,
+                                   s.hidden_pass_at_1, s.pass_at_k, s.hack_flag_rate, s.ci))
+        previous = rows
+    return rounds
+
+
 def summarize(results: pd.DataFrame, ks: Sequence[int] = (1,), top: int = 10) -> dict[str, ModelSummary]:
-    """One ``ModelSummary`` per value of the ``model`` column, in order of first appearance."""
+    """One ``ModelSummary`` per value of the ``model`` column, in order of first appearance.
+
+    With a ``round`` column above 0, the headline numbers are round 0's and ``rounds`` holds rounds 0..N.
+    """
     if "model" not in results.columns:
         raise ValueError("results table has no 'model' column")
-    return {
-        str(model): summarize_model(results[results["model"] == model], ks, top)
-        for model in results["model"].drop_duplicates()
-    }
+    summaries = {}
+    for model in results["model"].drop_duplicates():
+        rows = results[results["model"] == model]
+        summary = summarize_model(standing_answers(rows, 0), ks, top)
+        if "round" in rows.columns and rows["round"].max() > 0:
+            summary.rounds = summarize_rounds(rows, ks, top)
+        summaries[str(model)] = summary
+    return summaries
 
 
 def comparison_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
@@ -251,8 +322,28 @@ def comparison_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
         }
         row.update({f"pass@{k}": v for k, v in s.pass_at_k.items()})
         row["hack flags"] = s.hack_flag_rate
+        if any(other.rounds for other in summaries.values()):
+            row["repair rounds"] = len(s.rounds) - 1 if s.rounds else 0
+            row["hidden pass@1 after repair"] = s.rounds[-1].hidden_pass_at_1 if s.rounds else s.hidden_pass_at_1
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+ROUND_METRICS = ("build_rate", "clippy_rate", "test_rate", "hidden_pass_at_1", "hack_flag_rate")
+
+
+def round_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
+    """Tidy rows (model, round, metric, value, lo, hi) of ``ROUND_METRICS`` for models with repair rounds."""
+    rows = []
+    for model, s in summaries.items():
+        for r in s.rounds:
+            for metric in ROUND_METRICS:
+                value = getattr(r, metric)
+                if value is None:
+                    continue
+                lo, hi = r.ci.get(metric, [value, value])
+                rows.append({"model": model, "round": r.round, "metric": metric, "value": value, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows, columns=["model", "round", "metric", "value", "lo", "hi"])
 
 
 def long_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 SYSTEM_PROMPT = """You are an expert Rust programmer. Solve the task with safe, idiomatic Rust 2021 that uses \
 only the standard library (no external crates).
 
@@ -14,13 +16,22 @@ Do not write a `fn main`. The code is compiled with `cargo build`, checked with 
 with `cargo test`; it must build without warnings."""
 
 
-def chat_messages(task_prompt: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
+def chat_messages(
+    task_prompt: str, system_prompt: str = SYSTEM_PROMPT, repairs: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
     """The conversational prompt for one task, as TRL and chat templates expect it.
+
+    ``repairs``: (previous answer, feedback) pairs of repair rounds, appended as assistant and user turns.
 
     >>> chat_messages("Write `pub fn add(a: i32, b: i32) -> i32`.")[1]["role"]
     'user'
+    >>> [m["role"] for m in chat_messages("Write add.", repairs=[("fn add() {}", "It does not compile.")])]
+    ['system', 'user', 'assistant', 'user']
     """
-    return [
+    messages = [
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": task_prompt},
     ]
+    for answer, feedback in repairs:
+        messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": feedback}]
+    return messages

@@ -14,7 +14,7 @@ import json
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -457,9 +457,8 @@ def completion_table(completions: pd.DataFrame) -> pd.DataFrame:
 def _summary_from_dict(model: str, entry: Any, file: Path) -> ModelSummary:
     if not isinstance(entry, dict):
         raise RunLogError(f"{file}: entry for model {model!r} is not a JSON object")
-    names = {f.name for f in fields(ModelSummary)}
     try:
-        return ModelSummary(**{key: value for key, value in entry.items() if key in names})
+        return ModelSummary.from_dict(entry)
     except TypeError as err:
         raise RunLogError(f"{file}: entry for model {model!r}: {err}") from err
 

@@ -17,12 +17,15 @@ from eval import (
     pass_at_k_chart,
     rates_chart,
     read_predictions,
+    rounds_chart,
+    rounds_table,
     run_eval,
     score_predictions,
 )
 from rust_rewards.importers import load_tasks
-from rust_rewards.metrics import summarize
+from rust_rewards.metrics import RoundSummary, comparison_table, summarize, summarize_model
 from rust_rewards.report import Report
+from rust_rewards.run_logs import load_eval
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
@@ -158,6 +161,56 @@ def test_side_by_side_reference_versus_stub(tmp_path) -> None:
     rates = rates_chart(summaries).to_dict()
     assert {d["model"] for d in rates["datasets"][next(iter(rates["datasets"]))]} == {"reference", "stub"}
     assert pass_at_k_chart(summaries).to_dict()["layer"][0]["mark"]["type"] == "line"
+
+
+def test_repair_rounds_are_scored_per_round(tmp_path) -> None:
+    """Without a ``round`` column the summary is what it always was; with rounds, round 0 gives the same
+    headline numbers and each round the metrics of the answers standing after it (unrepaired ones carried)."""
+    tasks = load_tasks(BUNDLED)[:2]
+    a, b = (t.task_id for t in tasks)
+    good = {t.task_id: _fenced(t.reference_code) for t in tasks}
+    broken = _fenced('pub fn broken() -> i32 {\n    "x"\n}')
+    one_shot = pd.DataFrame({"model": "m", "task_id": [a, a, b, b], "sample": [0, 1, 0, 1],
+                             "completion": [broken, good[a], broken, broken]})
+    repaired = pd.DataFrame({"model": "m", "task_id": [a, a, b], "sample": [0, 1, 0], "round": 1,
+                             "completion": [good[a], good[a], good[b]]})  # (b, 1) was not repaired
+    one_shot.to_parquet(tmp_path / "plain.parquet")
+    pd.concat([one_shot.assign(round=0), repaired]).to_parquet(tmp_path / "rounds.parquet")
+    pd.concat([repaired, repaired]).to_parquet(tmp_path / "twice.parquet")
+    with pytest.raises(ValueError, match=r"duplicate prediction \(model='m', task_id=.*, sample=0, round=1\)"):
+        read_predictions([tmp_path / "twice.parquet"])
+
+    plain_results, plain = run_eval(EvalParams(tasks=str(BUNDLED), predictions=[str(tmp_path / "plain.parquet")],
+                                               out=str(tmp_path / "plain"), k=[1, 2]))
+    assert "round" not in plain_results.columns
+    assert plain["m"] == summarize_model(plain_results, [1, 2]) and plain["m"].rounds == []
+    assert "rounds" not in json.loads((tmp_path / "plain" / "summary.json").read_text())["m"]
+    assert rounds_chart(plain) is None and "repair rounds" not in comparison_table(plain).columns
+
+    results, summaries = run_eval(EvalParams(tasks=str(BUNDLED), predictions=[str(tmp_path / "rounds.parquet")],
+                                             out=str(tmp_path / "rounds"), k=[1, 2]))
+    assert list(results.columns[:5]) == ["model", "task_id", "sample", "round", "completion"]
+    summary = summaries["m"]
+    headline = {k: v for k, v in summary.to_dict().items() if k != "rounds"}
+    assert headline == plain["m"].to_dict() and summary.hidden_pass_at_1 == 0.25
+    zero, one = summary.rounds
+    assert (zero.round, zero.n, zero.revised, zero.hidden_pass_at_1, zero.build_rate) == (0, 4, 0, 0.25, 0.25)
+    assert zero.ci == plain["m"].ci
+    assert (one.round, one.n, one.revised, one.hidden_pass_at_1, one.build_rate) == (1, 4, 2, 0.75, 0.75)
+    low, high = one.ci["hidden_pass_at_1"]
+    assert one.pass_at_k == {"1": 0.75, "2": 1.0} and low < 0.75 < high
+
+    table = comparison_table(summaries)
+    assert table.loc[0, "repair rounds"] == 1 and table.loc[0, "hidden pass@1 after repair"] == 0.75
+    assert rounds_table(summaries)["hidden pass@1"].tolist() == [0.25, 0.75]
+    spec = rounds_chart(summaries).to_dict()
+    assert spec["facet"]["column"]["field"] == "metric"
+    loaded = load_eval(tmp_path / "rounds").summaries["m"]
+    assert loaded.rounds == [zero, one] and isinstance(loaded.rounds[1], RoundSummary)
+    import viz
+
+    assert viz.eval_rounds_chart(load_eval(tmp_path / "rounds")) is not None
+    assert viz.eval_rounds_chart(load_eval(tmp_path / "plain")) is None
 
 
 def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,10 +17,15 @@ from rust_rewards.generation import (
     display_name,
     generate_predictions,
     parts_dir,
+    prediction_columns,
     render_chat,
 )
+from rust_rewards.importers import load_tasks
 from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.tasks import Task
+from rust_rewards.verifier import Verifier
+
+BUNDLED = Path(__file__).resolve().parents[1] / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 
 GREEDY = SamplingParams(n=1, greedy=True, max_new_tokens=12)
 
@@ -48,10 +54,10 @@ class Recording:
 
     def __init__(self, inner, fail_on_call: int | None = None) -> None:
         self.inner, self.fail_on_call, self.calls = inner, fail_on_call, []
-        self.backend = inner.backend
+        self.backend, self.tokenizer = inner.backend, inner.tokenizer
 
-    def render(self, task_prompt: str) -> str:
-        return self.inner.render(task_prompt)
+    def render(self, task_prompt: str, repairs=()) -> str:
+        return self.inner.render(task_prompt, repairs)
 
     def generate(self, prompts, params):
         if self.fail_on_call is not None and len(self.calls) == self.fail_on_call:
@@ -160,6 +166,64 @@ def test_run_inference_reads_task_file_with_limit(tiny, tmp_path) -> None:
     result = run_inference(params)
     assert len(result) == 6 and set(result["model"]) == {"tiny-run"}
     assert set(result["backend"]) == {"hf"} and (result["completion_tokens"] <= 6).all()
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    v = Verifier(workers=2)
+    yield v
+    v.close()
+
+
+def test_repair_round_on_tiny_model(generator, verifier, tmp_path) -> None:
+    """2 tasks x 2 samples, one repair round: every pair gets rounds 0 and 1; failed answers are re-asked with
+    their feedback (never the hidden tests), passing ones carried; an interrupted round resumes."""
+    tasks = load_tasks(BUNDLED)[:2]
+    out, params = tmp_path / "repair.parquet", SamplingParams(n=2, temperature=0.7, max_new_tokens=96)
+    meta = {"model": "tiny", "base_model": "tiny-dir", "chunk_size": 2, "repair_rounds": 1, "verifier": verifier}
+    first = Recording(generator, fail_on_call=2)
+    with pytest.raises(Interrupted):
+        generate_predictions(tasks, first, params, out, **meta)
+    assert len(first.calls) == 2 and not out.exists()
+    second = Recording(generator)
+    result = generate_predictions(tasks, second, params, out, **meta)
+
+    assert list(result.columns) == prediction_columns(1)
+    assert result[["task_id", "sample", "round"]].values.tolist() == [
+        [t.task_id, s, r] for t in tasks for s in range(2) for r in range(2)]
+    first_round = result[result["round"] == 0].set_index(["task_id", "sample"])
+    second_round = result[result["round"] == 1].set_index(["task_id", "sample"])
+    assert (first_round["feedback"] == "").all() and not first_round["carried"].any()
+    carried = second_round[second_round["carried"]]
+    assert (carried["completion"] == first_round.loc[carried.index, "completion"]).all()
+    assert (carried["feedback"] == "").all()
+    repaired = second_round[~second_round["carried"]]
+    assert len(repaired) >= 1 and (repaired["feedback"].str.startswith("Your answer")).all()
+
+    prompts = [p for call in second.calls for p in call]
+    assert len(prompts) == len(repaired), "round 0 was not generated again"
+    hidden_lines = {line.strip() for t in tasks for line in t.reference_tests.splitlines() if "assert" in line}
+    for key, row in repaired.iterrows():
+        previous = first_round.loc[key, "completion"]
+        prompt = next(p for p in prompts if row["feedback"] in p and previous in p)
+        assert prompt.endswith(f"<|im_start|>user\n{row['feedback']}<|im_end|>\n<|im_start|>assistant\n")
+    for prompt in prompts:
+        assert "__rr" not in prompt and not [line for line in hidden_lines if line in prompt]
+
+    with pytest.raises(ValueError, match="repair rounds up to 1"):
+        generate_predictions(tasks, Recording(generator), params, out, **{**meta, "repair_rounds": 0})
+
+
+def test_repair_rounds_extend_a_one_shot_file(generator, verifier, tmp_path) -> None:
+    """A file written without repair rounds is round 0 of a later run with them."""
+    tasks, out = load_tasks(BUNDLED)[2:3], tmp_path / "one_shot.parquet"
+    params = SamplingParams(n=1, greedy=True, max_new_tokens=48)
+    meta = {"model": "tiny", "base_model": "tiny-dir"}
+    one_shot = generate_predictions(tasks, generator, params, out, **meta)
+    assert list(one_shot.columns) == list(PREDICTION_COLUMNS)
+    extended = generate_predictions(tasks, generator, params, out, repair_rounds=2, verifier=verifier, **meta)
+    assert extended["round"].tolist() == [0, 1, 2]
+    assert extended["completion"].iloc[0] == one_shot["completion"].iloc[0]
 
 
 @pytest.fixture(scope="module")
