@@ -22,7 +22,7 @@ with app.setup:
     from rust_rewards.params import coerce_value
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
-    from rust_rewards.verifier import configure_verifier, get_verifier
+    from rust_rewards.verifier import BACKENDS, verifier_for
 
     log = logging.getLogger("eval")
 
@@ -52,10 +52,14 @@ class EvalParams:
     k: list[int] = dataclasses.field(default_factory=lambda: [1, 5])
     workers: int = 0
     top: int = 10
+    verifier: str = "local"
+    ray_address: str = "auto"
 
     def __post_init__(self) -> None:
         if any(k < 1 for k in self.k):
             raise ValueError(f"--k values must be >= 1, got {self.k}")
+        if self.verifier not in BACKENDS:
+            raise ValueError(f"--verifier: expected one of {BACKENDS}, got {self.verifier!r}")
 
 
 @app.function
@@ -131,7 +135,8 @@ def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
 @app.function
 def score_predictions(
     tasks: Sequence[Task], predictions: pd.DataFrame,
-    progress: Callable[[int, int], None] | bool = False, workers: int = 0,
+    progress: Callable[[int, int], None] | bool = False, workers: int = 0, backend: str = "local",
+    ray_address: str = "auto",
 ) -> pd.DataFrame:
     """Verify every prediction against its task's hidden tests: one row per completion.
 
@@ -141,7 +146,7 @@ def score_predictions(
     denominator); one the verifier failed on internally has ``hidden_ok`` null and is reported, not scored.
     An unknown task id raises, naming the prediction row.
     ``workers`` > 0 replaces the process-wide verifier with one of that many workers (0: the shared
-    default, one worker per usable CPU).
+    default, one worker per usable CPU); ``backend="ray"`` verifies on the Ray cluster at ``ray_address``.
     """
     by_id = {t.task_id: t for t in tasks}
     unknown = predictions[~predictions["task_id"].isin(by_id)]
@@ -153,7 +158,7 @@ def score_predictions(
             f" ({len(unknown)} prediction(s) with unknown task ids)"
         )
     hidden = {tid: task.hidden_tests() for tid, task in by_id.items()}
-    verifier = configure_verifier(workers=workers) if workers > 0 else get_verifier()
+    verifier = verifier_for(workers, backend, ray_address)
     reports = verifier.verify_many(
         predictions["completion"].tolist(),
         hidden=[hidden[tid] for tid in predictions["task_id"]],
@@ -183,7 +188,8 @@ def run_eval(
     tasks = load_tasks(params.tasks)
     predictions = read_predictions(params.predictions)
     began = time.perf_counter()
-    results = score_predictions(tasks, predictions, progress=progress, workers=params.workers)
+    results = score_predictions(tasks, predictions, progress=progress, workers=params.workers,
+                                backend=params.verifier, ray_address=params.ray_address)
     log.info("verified %d completions in %.1f s", len(results), time.perf_counter() - began)
     summaries = summarize(results, params.k, params.top)
     write_outputs(params.out, results, summaries)
@@ -268,6 +274,8 @@ def _():
             **Predictions** (comma-separated parquet/jsonl files) {predictions}
 
             **Output folder** {out} {k} {workers} {top}
+
+            **Verifier** {verifier} {ray_address}
             """
         )
         .batch(
@@ -277,6 +285,8 @@ def _():
             k=mo.ui.text(value=",".join(map(str, defaults.k)), label="k values"),
             workers=mo.ui.number(start=0, stop=512, value=defaults.workers, label="workers (0 = all cores)"),
             top=mo.ui.number(start=1, stop=100, value=defaults.top, label="top error codes / lints"),
+            verifier=mo.ui.dropdown(options=list(BACKENDS), value=defaults.verifier, label="where cargo runs"),
+            ray_address=mo.ui.text(value=defaults.ray_address, label="Ray address (auto, local or HOST:PORT)"),
         )
         .form(submit_button_label="Evaluate")
     )

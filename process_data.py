@@ -67,6 +67,8 @@ class Params:
     verify: bool = True
     workers: int = 0
     near_dup_threshold: float = 0.9
+    verifier: str = "local"
+    ray_address: str = "auto"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.eval_fraction < 1.0:
@@ -77,6 +79,8 @@ class Params:
             raise ValueError(f"--max-prompt-tokens must be positive, got {self.max_prompt_tokens}")
         if self.workers < 0:
             raise ValueError(f"--workers must be >= 0 (0 = all cores), got {self.workers}")
+        if self.verifier not in ("local", "ray"):
+            raise ValueError(f"--verifier: expected local or ray, got {self.verifier!r}")
 
     @classmethod
     def from_cli(cls, args: Mapping[str, Any]) -> "Params":
@@ -239,25 +243,26 @@ def failure_reason(report: Any) -> tuple[str, str]:
 
 
 @app.function
-def verify_tasks(tasks: list[Task], *, enabled: bool = True, workers: int = 0,
+def verify_tasks(tasks: list[Task], *, enabled: bool = True, workers: int = 0, backend: str = "local",
+                 ray_address: str = "auto",
                  progress: Callable[[int, int], None] | bool | None = None) -> StageResult:
     """Check each reference solution against its reference tests; keep tasks that pass.
 
-    Tasks without a reference solution or tests are kept and counted as unverifiable.
+    Tasks without a reference solution or tests are kept and counted as unverifiable. ``backend="ray"``
+    verifies on the Ray cluster at ``ray_address``.
     """
     start = time.perf_counter()
-    params = {"enabled": enabled, "workers": workers or "all cores", "accept": "build_ok and hidden_ok"}
+    params = {"enabled": enabled, "workers": workers or "all cores", "backend": backend,
+              "accept": "build_ok and hidden_ok"}
     checkable = [t for t in tasks if is_verifiable(t)]
     stats: dict[str, Any] = {"unverifiable": len(tasks) - len(checkable)}
     if not enabled or not checkable:
         stats["checked"] = 0
         return StageResult("verify", params, list(tasks), stats=stats,
                            seconds=time.perf_counter() - start)
-    from rust_rewards.verifier import configure_verifier, get_verifier
+    from rust_rewards.verifier import verifier_for
 
-    verifier = get_verifier()
-    if workers and verifier.workers != workers:
-        verifier = configure_verifier(verifier.config, workers)
+    verifier = verifier_for(workers, backend, ray_address)
     reports = verifier.verify_many(
         [t.reference_code for t in checkable],
         hidden=[t.hidden_tests() for t in checkable],
@@ -412,7 +417,8 @@ def run_pipeline(params: Params, progress: Callable[[int, int], None] | bool | N
     dedup = dedup_tasks(tasks, params.near_dup_threshold)
     log(f"dedup: kept {len(dedup.kept)}, dropped {dedup.stats['exact_duplicates']} exact and "
         f"{dedup.stats['near_duplicates']} near duplicates")
-    verified = verify_tasks(dedup.kept, enabled=params.verify, workers=params.workers, progress=progress)
+    verified = verify_tasks(dedup.kept, enabled=params.verify, workers=params.workers, backend=params.verifier,
+                            ray_address=params.ray_address, progress=progress)
     log(f"verify: kept {len(verified.kept)}, dropped {len(verified.dropped)}, "
         f"unverifiable (kept) {verified.stats['unverifiable']}, {verified.seconds:.1f} s"
         + ("" if params.verify else " (verification disabled)"))
@@ -472,7 +478,8 @@ def _(cli_params):
 
     **Token budget**: tokenizer {tokenizer} max prompt tokens {max_prompt_tokens}
 
-    **Verification**: {verify} workers {workers} near-duplicate Jaccard threshold {near_dup_threshold}
+    **Verification**: {verify} workers {workers} on {verifier} {ray_address} near-duplicate Jaccard threshold
+    {near_dup_threshold}
     """).batch(
         source=mo.ui.text(value=cli_params.source, placeholder="file, HF dataset or path in Oxen repo",
                           full_width=True),
@@ -485,6 +492,8 @@ def _(cli_params):
         max_prompt_tokens=mo.ui.number(16, 32768, value=cli_params.max_prompt_tokens),
         verify=mo.ui.checkbox(value=cli_params.verify, label="verify reference solutions"),
         workers=mo.ui.number(0, 256, value=cli_params.workers, label="(0 = all cores)"),
+        verifier=mo.ui.dropdown(options=["local", "ray"], value=cli_params.verifier),
+        ray_address=mo.ui.text(value=cli_params.ray_address, placeholder="auto, local or HOST:PORT"),
         near_dup_threshold=mo.ui.slider(0.5, 1.0, step=0.01, value=cli_params.near_dup_threshold,
                                         show_value=True),
     ).form(submit_button_label="Process", bordered=True)

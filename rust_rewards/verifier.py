@@ -27,6 +27,8 @@ Progress = Callable[[int, int], None] | bool | None
 class Verifier:
     """A pool of sandboxed verification workers with a shared cache of ``Report``s."""
 
+    backend = "local"
+
     def __init__(self, config: VerifierConfig | None = None, workers: int | None = None, cache_size: int = 65536):
         self.config = config or VerifierConfig()
         self.workers = workers or usable_cpus()
@@ -71,13 +73,17 @@ class Verifier:
                 self.stats["cache_hits"] += 1
                 return self._inflight[key]
             if code.strip():
-                find_toolchain()
-                check_workdir(self.config.workdir or tempfile.gettempdir())
+                self._preflight()
             future = self._pool.submit(self._with_slot, code, hidden)
             self._inflight[key] = future
             self.stats["verified"] += 1
         future.add_done_callback(lambda f, k=key: self._store(k, f))
         return future
+
+    def _preflight(self) -> None:
+        """Fail fast, before anything is queued, when this machine cannot verify (no toolchain, bad workdir)."""
+        find_toolchain()
+        check_workdir(self.config.workdir or tempfile.gettempdir())
 
     def _store(self, key: str, future: Future[Report]) -> None:
         """Cache every finished report, internal errors included: all consumers of one training step
@@ -169,11 +175,34 @@ def get_verifier() -> Verifier:
         return _DEFAULT
 
 
-def configure_verifier(config: VerifierConfig | None = None, workers: int | None = None) -> Verifier:
-    """Replace the process-wide verifier (e.g. other limits or ``mode="cargo"``)."""
+BACKENDS = ("local", "ray")
+"""Where verification runs: this machine's cores, or Ray actors on a cluster (``rust_rewards.ray_verifier``)."""
+
+
+def configure_verifier(config: VerifierConfig | None = None, workers: int | None = None, backend: str = "local",
+                       ray_address: str = "auto") -> Verifier:
+    """Replace the process-wide verifier (e.g. other limits, ``mode="cargo"``, or ``backend="ray"``: verification
+    on the Ray cluster at ``ray_address``, ``workers`` actors, by default one per 2 of its CPUs)."""
     global _DEFAULT
+    if backend not in BACKENDS:
+        raise ValueError(f"--verifier: expected one of {BACKENDS}, got {backend!r}")
     with _DEFAULT_LOCK:
         if _DEFAULT is not None:
             _DEFAULT.close()
-        _DEFAULT = Verifier(config, workers)
+            _DEFAULT = None
+        if backend == "ray":
+            from rust_rewards.ray_verifier import RayVerifier
+
+            _DEFAULT = RayVerifier(config, ray_address, workers=workers)
+        else:
+            _DEFAULT = Verifier(config, workers)
         return _DEFAULT
+
+
+def verifier_for(workers: int = 0, backend: str = "local", ray_address: str = "auto") -> Verifier:
+    """The process-wide verifier a run's flags ask for: the current one when it matches (``workers`` 0 = any
+    count), else a new one (``configure_verifier``) with the current one's config."""
+    current = get_verifier() if backend == "local" else _DEFAULT
+    if current is not None and current.backend == backend and workers in (0, current.workers):
+        return current
+    return configure_verifier(current.config if current else None, workers or None, backend, ray_address)

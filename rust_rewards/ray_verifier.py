@@ -1,0 +1,226 @@
+"""Verification on a Ray cluster: CPU-only nodes do the cargo work of a GPU trainer.
+
+``RayVerifier`` is a ``Verifier`` whose distinct completions run on Ray actors (``VerifyWorker``), each holding a
+local ``Verifier`` with its own sandbox and worker pool on its node. The content-hash cache, deduplication and
+input order are the base class's, so a completion is verified at most once however many rewards ask for it.
+
+Requests are gathered into batches (at most ``batch_size`` completions per actor call) by one dispatcher thread,
+which keeps every actor at most ``queue_depth`` calls busy. An actor that dies mid-batch is restarted by Ray
+(``max_restarts=-1``) and its batch goes to another actor, up to ``retries`` times; a batch that still cannot be
+verified becomes failed reports (``internal_error``, scored None by every reward), never an exception in the
+trainer and never a lost completion. A cluster that cannot be reached is one ``RayUnreachable`` at start.
+
+Ray is an optional extra: ``pip install -e ".[ray]"``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from rust_rewards.report import Report
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.verifier import Verifier
+from rust_rewards.verify import VerifierConfig
+
+# Ray 2.60 clusters use token auth by default, but a client given HOST:PORT sends its token (~/.ray/auth_token or
+# RAY_AUTH_TOKEN) only in token mode, read when ray is imported; a cluster without auth accepts it too.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+HINT = ("start one with `ray start --head` on the head node and `ray start --address HEAD:6379` on the others, "
+        "then pass --ray-address auto (on a cluster node) or --ray-address HEAD:6379")
+LOCAL = "local"
+"""``--ray-address local``: start a Ray instance on this machine (to try the backend, and for benchmarks)."""
+
+
+class RayUnreachable(ConnectionError):
+    """The Ray cluster named by ``--ray-address`` cannot be reached (or Ray is not installed)."""
+
+
+def connect(address: str, timeout: float = 5.0, num_cpus: int | None = None) -> None:
+    """Join the Ray cluster at ``address`` (``auto``, ``HOST:PORT`` or ``local``) unless already joined.
+
+    ``HOST:PORT`` is probed with a plain TCP connection first (also when already joined): ``ray.init`` itself
+    retries for minutes.
+    ``num_cpus`` only applies to ``local``.
+    """
+    try:
+        import ray
+    except ImportError as err:
+        raise RayUnreachable(f"--verifier ray needs Ray: pip install -e \".[ray]\" ({err})") from None
+    if address not in ("auto", LOCAL):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"--ray-address: expected auto, local or HOST:PORT, got {address!r}")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+        except OSError as err:
+            raise RayUnreachable(f"--ray-address {address}: no Ray cluster answers there ({err}); {HINT}") from None
+    if ray.is_initialized():
+        return
+    try:
+        if address == LOCAL:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except ConnectionError as err:
+        raise RayUnreachable(f"--ray-address {address}: {err} (a token-auth cluster also needs RAY_AUTH_MODE=token "
+                             f"set before ray is imported); {HINT}") from None
+
+
+_WORKER_CLASS: Any = None
+
+
+def _worker_class() -> Any:
+    """The ``VerifyWorker`` actor class (built on first use: Ray is imported only when used)."""
+    global _WORKER_CLASS
+    if _WORKER_CLASS is None:
+        import ray
+
+        @ray.remote(max_restarts=-1, max_task_retries=0)
+        class VerifyWorker:
+            """One node-local ``Verifier`` (sandbox, uid blocks, ``workers`` parallel verifications)."""
+
+            def __init__(self, config: VerifierConfig, workers: int) -> None:
+                self.verifier = Verifier(config, workers)
+
+            def verify(self, codes: list[str], hidden: list[HiddenTests | None]) -> list[Report]:
+                return self.verifier.verify_many(codes, hidden, raw_code=True)
+
+            def pid(self) -> int:
+                return os.getpid()
+
+        _WORKER_CLASS = VerifyWorker
+    return _WORKER_CLASS
+
+
+@dataclass
+class _Request:
+    code: str
+    hidden: HiddenTests | None
+    future: Future[Report] = field(default_factory=Future)
+    attempts: int = 0
+
+
+class RayVerifier(Verifier):
+    """A ``Verifier`` whose verifications run on Ray actors of ``cpus_per_worker`` CPUs each.
+
+    ``workers``: actors to start (default: the cluster's CPUs // ``cpus_per_worker``). ``stats`` adds
+    ``batches`` (actor calls) and ``retried`` (batches sent again after their actor died).
+    """
+
+    backend = "ray"
+
+    def __init__(self, config: VerifierConfig | None = None, address: str = "auto", *, workers: int | None = None,
+                 cpus_per_worker: int = 2, batch_size: int = 8, queue_depth: int = 2, retries: int = 2,
+                 cache_size: int = 65536, local_cpus: int | None = None) -> None:
+        import ray
+
+        connect(address, num_cpus=local_cpus)
+        cluster_cpus = int(ray.cluster_resources().get("CPU", 0))
+        if cluster_cpus < cpus_per_worker:
+            raise RayUnreachable(f"the Ray cluster has {cluster_cpus} CPUs, fewer than --ray-cpus-per-worker "
+                                 f"{cpus_per_worker}; {HINT}")
+        count = workers or cluster_cpus // cpus_per_worker
+        self.batch_size, self.queue_depth, self.retries = batch_size, queue_depth, retries
+        # Base-class threads only wait for results: as many as can be in flight at once.
+        super().__init__(config, workers=count * batch_size * queue_depth, cache_size=cache_size)
+        self.workers = count
+        self.stats.update(batches=0, retried=0)
+        worker = _worker_class()
+        self.actors = [worker.options(num_cpus=cpus_per_worker).remote(self.config, cpus_per_worker)
+                       for _ in range(count)]
+        self._busy = [0] * count
+        self._queue: list[_Request] = []
+        self._ready = threading.Condition()
+        self._closed = False
+        self._collectors = ThreadPoolExecutor(max_workers=count * queue_depth, thread_name_prefix="ray-collect")
+        self._dispatcher = threading.Thread(target=self._dispatch, name="ray-dispatch", daemon=True)
+        self._dispatcher.start()
+
+    def _preflight(self) -> None:
+        """Nothing to check here: the workers verify on their own nodes (this one may have no Rust)."""
+
+    def _with_slot(self, code: str, hidden: HiddenTests | None) -> Report:
+        request = _Request(code, hidden)
+        self._enqueue([request])
+        return request.future.result()
+
+    def _enqueue(self, requests: list[_Request], front: bool = False) -> None:
+        with self._ready:
+            self._queue = [*requests, *self._queue] if front else [*self._queue, *requests]
+            self._ready.notify_all()
+
+    def _dispatch(self) -> None:
+        """Send queued requests in batches to the least busy actor with room."""
+        while True:
+            with self._ready:
+                while not self._closed and (not self._queue or min(self._busy) >= self.queue_depth):
+                    self._ready.wait()
+                if self._closed:
+                    return
+            time.sleep(0.005)  # let a burst of submissions (one verify_many) arrive before cutting batches
+            with self._ready:
+                room = sum(self.queue_depth - b for b in self._busy)
+                size = max(1, min(self.batch_size, math.ceil(len(self._queue) / max(room, 1))))
+                while self._queue and min(self._busy) < self.queue_depth:
+                    index = self._busy.index(min(self._busy))
+                    batch, self._queue = self._queue[:size], self._queue[size:]
+                    self._busy[index] += 1
+                    self.stats["batches"] += 1
+                    ref = self.actors[index].verify.remote([r.code for r in batch], [r.hidden for r in batch])
+                    self._collectors.submit(self._collect, index, ref, batch)
+
+    def _collect(self, index: int, ref: Any, batch: list[_Request]) -> None:
+        """Resolve one batch's futures: its reports, a retry after an actor death, or failed reports."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        try:
+            reports = ray.get(ref)
+        except RayActorError as err:
+            retry = [r for r in batch if r.attempts < self.retries]
+            for request in retry:
+                request.attempts += 1
+            self._fail([r for r in batch if r not in retry], err)
+            if retry:
+                self.stats["retried"] += 1
+                self._enqueue(retry, front=True)
+        except Exception as err:  # noqa: BLE001 - a failed batch scores None, it never reaches the trainer
+            self._fail(batch, err)
+        else:
+            for request, report in zip(batch, reports, strict=True):
+                request.future.set_result(report)
+        finally:
+            with self._ready:
+                self._busy[index] -= 1
+                self._ready.notify_all()
+
+    def _fail(self, batch: list[_Request], err: BaseException) -> None:
+        message = f"RayError: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        for request in batch:
+            request.future.set_result(Report(has_code=bool(request.code.strip()), internal_error=message,
+                                             mode=self.config.mode))
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the actors (tests kill them)."""
+        import ray
+
+        return ray.get([actor.pid.remote() for actor in self.actors])
+
+    def close(self) -> None:
+        import ray
+
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+        super().close()
+        self._collectors.shutdown(wait=True)
+        for actor in self.actors:
+            ray.kill(actor)

@@ -1,0 +1,177 @@
+"""Verification on a local Ray cluster started by the test (2 CPUs): the same verdicts as local verification,
+nothing lost when a worker dies mid-batch, one clear error for an unreachable cluster."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rust_rewards.bench import DEFAULT_CORPUS, load_corpus, report_verdict
+from rust_rewards.ray_verifier import RayUnreachable, RayVerifier, connect
+from rust_rewards.rewards import rewards_from_report
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.verifier import Verifier
+
+ray = pytest.importorskip("ray")  # after rust_rewards.ray_verifier, which sets Ray's auth mode before its import
+
+ROOT = Path(__file__).resolve().parent.parent
+FORGERY = ROOT / "tests" / "adversarial" / "forgery"
+SLOW = """```rust
+pub fn slow(x: u64) -> u64 {{
+    std::thread::sleep(std::time::Duration::from_millis({ms}));
+    x + {n}
+}}
+
+#[cfg(test)]
+mod tests {{
+    use super::*;
+    #[test]
+    fn adds() {{ assert_eq!(slow(1), {n1}); }}
+}}
+```"""
+
+
+def slow(n: int, ms: int = 1500) -> str:
+    """A distinct completion whose test takes ``ms`` milliseconds (and passes)."""
+    return SLOW.format(ms=ms, n=n, n1=n + 1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A 2-CPU Ray head node on this machine, joined by this process; its address."""
+    ray_cli = shutil.which("ray", path=str(Path(os.sys.executable).parent))
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    subprocess.run([ray_cli, "start", "--head", "--port", str(port), "--num-cpus", "2", "--include-dashboard=false",
+                    "--disable-usage-stats"], check=True, capture_output=True, timeout=120)
+    try:
+        connect(address)
+        yield address
+    finally:
+        ray.shutdown()
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
+
+
+def corpus_with_hidden() -> tuple[list[str], list[HiddenTests | None]]:
+    """The benchmark corpus (no hidden tests) plus the forgery corpus's controls and attacks with theirs."""
+    texts = [text for _, text in load_corpus(DEFAULT_CORPUS)]
+    hidden: list[HiddenTests | None] = [None] * len(texts)
+    for name in ("honest_right", "honest_wrong", "nested_module", "exit_in_hidden_name"):
+        path = FORGERY / f"{name}.rs"
+        if not path.exists():
+            continue
+        source = path.read_text()
+        shape = source.split("// hidden: ", 1)[1].split()[0]
+        texts.append(f"```rust\n{source}\n```")
+        hidden.append(HiddenTests((FORGERY / "hidden" / f"{shape}.rs").read_text(), shape=shape))
+    return texts, hidden
+
+
+def test_same_verdicts_as_local_in_input_order_each_completion_once(cluster):
+    texts, hidden = corpus_with_hidden()
+    assert any(h is not None for h in hidden)
+    local = Verifier(workers=2).verify_many(texts, hidden)
+    remote = RayVerifier(address=cluster, cpus_per_worker=1, batch_size=4)
+    try:
+        doubled = remote.verify_many(texts + texts[:5], hidden + hidden[:5])
+        assert [report_verdict(r) for r in doubled[: len(texts)]] == [report_verdict(r) for r in local]
+        assert [(r.hidden_tests, r.forged) for r in doubled[: len(texts)]] == [(r.hidden_tests, r.forged)
+                                                                              for r in local]
+        assert doubled[len(texts):] == doubled[:5]
+        assert not any(r.internal_error for r in doubled)
+        assert remote.stats["verified"] == len(texts) and remote.stats["batches"] >= 2
+        remote.verify_many(texts, hidden)
+        assert remote.stats["verified"] == len(texts)  # the content-hash cache still applies
+    finally:
+        remote.close()
+
+
+def _kill_mid_batch(remote: RayVerifier, texts: list[str]) -> list:
+    """Verify ``texts`` while every worker is killed once, 0.8 s in (their tests take 1.5 s)."""
+    pids = remote.worker_pids()
+    out: list = []
+    runner = threading.Thread(target=lambda: out.extend(remote.verify_many(texts)))
+    runner.start()
+    time.sleep(0.8)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    runner.join(timeout=300)
+    assert not runner.is_alive()
+    return out
+
+
+def test_a_worker_killed_mid_batch_loses_nothing(cluster):
+    texts = [slow(n) for n in range(4)]
+    remote = RayVerifier(address=cluster, cpus_per_worker=1, batch_size=2)
+    try:
+        reports = _kill_mid_batch(remote, texts)
+        assert remote.stats["retried"] >= 1
+        assert len(reports) == 4 and not any(r.internal_error for r in reports)
+        assert all(r.build_ok and r.tests_ok and r.own_tests.passed == 1 for r in reports)
+    finally:
+        remote.close()
+
+
+def test_a_batch_that_cannot_be_verified_scores_none_not_an_exception(cluster):
+    texts = [slow(n) for n in range(10, 14)]
+    remote = RayVerifier(address=cluster, cpus_per_worker=1, batch_size=2, retries=0)
+    try:
+        reports = _kill_mid_batch(remote, texts)
+        assert len(reports) == 4
+        failed = [r for r in reports if r.internal_error]
+        assert failed and all(r.internal_error.startswith("RayError: ") for r in failed)
+        assert all(v is None for r in failed for v in rewards_from_report(r).values())
+        assert remote.forget_failures() == len(failed)
+        again = remote.verify_many(texts)  # the actors were restarted: the next step verifies them
+        assert all(r.tests_ok and not r.internal_error for r in again)
+    finally:
+        remote.close()
+
+
+def test_unreachable_cluster_is_one_clear_error_at_start():
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(RayUnreachable, match=f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there"):
+        connect(f"127.0.0.1:{port}", timeout=2.0)
+    assert time.monotonic() - started < 10
+    with pytest.raises(ValueError, match="expected auto, local or HOST:PORT"):
+        connect("not-an-address")
+
+
+def test_eval_and_process_data_verify_on_the_cluster(cluster):
+    """``--verifier ray``: eval's scores and process_data's reference check equal the local ones."""
+    import pandas as pd
+
+    from eval import score_predictions
+    from process_data import verify_tasks
+    from rust_rewards.importers import load_tasks
+    from rust_rewards.verifier import configure_verifier, get_verifier
+
+    tasks = load_tasks(ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl")[:6]
+    predictions = pd.DataFrame({"model": "m", "task_id": [t.task_id for t in tasks], "sample": 0,
+                                "completion": [f"```rust\n{t.reference_code}\n```" for t in tasks]})
+    try:
+        local = score_predictions(tasks, predictions)
+        local_kept = [t.task_id for t in verify_tasks(tasks).kept]
+        remote = score_predictions(tasks, predictions, backend="ray", ray_address=cluster)
+        assert get_verifier().backend == "ray"
+        remote_kept = [t.task_id for t in verify_tasks(tasks, backend="ray", ray_address=cluster).kept]
+    finally:
+        configure_verifier()
+    columns = ["task_id", "build_ok", "clippy_ok", "tests_ok", "hidden_ok", "hidden_passed", "internal_error"]
+    assert remote[columns].equals(local[columns]) and local["hidden_ok"].all()
+    assert remote_kept == local_kept == [t.task_id for t in tasks]
