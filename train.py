@@ -18,6 +18,7 @@ with app.setup:
     import marimo as mo
 
     from rust_rewards.atomic import replace_dir
+    from rust_rewards.cpus import cpu_share
     from rust_rewards.dry_run import SettingRejected
     from rust_rewards.importers import load_tasks
     from rust_rewards.params import coerce_value
@@ -37,6 +38,8 @@ with app.setup:
         format_log_line,
         record_start,
     )
+    from rust_rewards.verifier import BACKENDS as VERIFIER_BACKENDS
+    from rust_rewards.verifier import verifier_for
 
     ROOT = Path(__file__).resolve().parent
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
@@ -58,6 +61,7 @@ with app.setup:
         "Checkpoints and logs": ["save_steps", "save_total_limit", "logging_steps", "completions_every", "wandb",
                                  "wandb_project", "oxen_repo", "oxen_dest"],
         "Safety": ["max_internal_error_share", "max_internal_error_steps"],
+        "Verifier": ["verifier", "ray_address"],
     }
 
 
@@ -160,6 +164,8 @@ class TrainParams:
     oxen_dest: str = ""
     max_internal_error_share: float = 0.5
     max_internal_error_steps: int = 3
+    verifier: str = "local"
+    ray_address: str = "auto"
     dry_run: bool = False
 
     def prompts_per_step(self) -> float:
@@ -247,6 +253,8 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError(f"--max-internal-error-share must be within [0, 1], got {p.max_internal_error_share}")
     if p.max_internal_error_steps < 0:
         raise ValueError(f"--max-internal-error-steps must be >= 0 (0 disables), got {p.max_internal_error_steps}")
+    if p.verifier not in VERIFIER_BACKENDS:
+        raise ValueError(f"--verifier: expected one of {VERIFIER_BACKENDS}, got {p.verifier!r}")
     if p.vllm_mode not in VLLM_MODES:
         raise ValueError(f"--vllm-mode: expected one of {VLLM_MODES}, got {p.vllm_mode!r}")
     if not 0.0 < p.vllm_gpu_memory_utilization <= 1.0:
@@ -464,9 +472,15 @@ def save_adapter(trainer: Any, target: Path) -> Path:
     """Save the final LoRA adapter (and tokenizer) to a temporary sibling folder, then swap it in
     atomically (``replace_dir``): there is always a complete adapter at ``target`` once there was one."""
     tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    trainer.save_model(str(tmp))
-    return replace_dir(tmp, target)
+    accelerator = trainer.accelerator
+    if accelerator.is_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    trainer.save_model(str(tmp))  # every process takes part (sharded weights), the main one writes
+    if accelerator.is_main_process:
+        replace_dir(tmp, target)
+    accelerator.wait_for_everyone()
+    return target
 
 
 @app.function
@@ -570,10 +584,14 @@ def run_training(
 ) -> TrainResult:
     """Train a LoRA adapter with GRPO; write params, metrics, completions, checkpoints and the adapter.
 
+    Under ``accelerate launch`` every process trains and verifies its own completions (the local verifier
+    with its share of this machine's CPUs, ``cpu_share``; or the Ray cluster); only the main process writes.
+
     Raises ``InfrastructureError`` (no adapter written, the last checkpoint kept) when the verifier's
     internal errors cross the ``max_internal_error_*`` limits.
     """
     import torch
+    from accelerate import PartialState
 
     p = resolve_params(params)
     out = Path(p.output_dir)
@@ -599,12 +617,18 @@ def run_training(
         "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps,
         "resumed_from": checkpoint,
     }}
-    first = record_start(out, record)
-    print(json.dumps(record, indent=2), flush=True)
-    changes = param_changes(first, record)
-    if changes:
-        print(f"changed since the first start ({out / PARAMS_FILE}): "
-              + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items()), flush=True)
+    processes = PartialState(cpu=bool(p.use_cpu))
+    if processes.is_main_process:
+        first = record_start(out, record)
+        print(json.dumps(record, indent=2), flush=True)
+        changes = param_changes(first, record)
+        if changes:
+            print(f"changed since the first start ({out / PARAMS_FILE}): "
+                  + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items()), flush=True)
+    verifier = verifier_for(cpu_share() if processes.num_processes > 1 else 0, p.verifier, p.ray_address)
+    if processes.num_processes > 1:
+        print(f"process {processes.process_index}/{processes.num_processes}: verifies its own completions "
+              f"({verifier.backend}, {verifier.workers} workers)", flush=True)
 
     threads = torch.get_num_threads()
     if p.torch_threads > 0:
@@ -618,7 +642,7 @@ def run_training(
         adapter = save_adapter(trainer, out / "adapter")
     finally:
         torch.set_num_threads(threads)
-    oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo else None
+    oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo and processes.is_main_process else None
     history = [h for h in trainer.state.log_history if "train_runtime" not in h]
     return TrainResult(out, adapter, trainer.state.global_step, checkpoint,
                        history[-1] if history else {}, oxen_error)

@@ -73,3 +73,9 @@ def _v1_quota(folder: Path) -> float | None:
     except (OSError, ValueError):
         return None
     return None if quota <= 0 or period <= 0 else quota / period
+
+
+def cpu_share() -> int:
+    """This process's share of the usable CPUs when ``LOCAL_WORLD_SIZE`` processes (set by ``torchrun`` and
+    ``accelerate launch``) run on this machine; at least 1."""
+    return max(1, usable_cpus() // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))

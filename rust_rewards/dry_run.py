@@ -77,6 +77,7 @@ def reduce_params(full: P, model_dir: str | os.PathLike[str],
         "save_steps": (1, "a checkpoint every step, so the resume is real"),
         "use_cpu": (True, "no GPU"),
         "use_vllm": (False, "vLLM needs a GPU: its settings are validated by the full GRPOConfig only"),
+        "verifier": ("local", "the dry run verifies on this machine"),
         "wandb": (False, "a dry run is not logged as a run"),
         "oxen_repo": ("", "a dry run is not uploaded"),
     }

@@ -111,7 +111,8 @@ class _Request:
 class RayVerifier(Verifier):
     """A ``Verifier`` whose verifications run on Ray actors of ``cpus_per_worker`` CPUs each.
 
-    ``workers``: actors to start (default: the cluster's CPUs // ``cpus_per_worker``). ``stats`` adds
+    ``workers``: actors to start (default: the cluster's CPUs // ``cpus_per_worker``, divided among the
+    ``WORLD_SIZE`` processes of a multi-process training job). ``stats`` adds
     ``batches`` (actor calls) and ``retried`` (batches sent again after their actor died).
     """
 
@@ -127,7 +128,8 @@ class RayVerifier(Verifier):
         if cluster_cpus < cpus_per_worker:
             raise RayUnreachable(f"the Ray cluster has {cluster_cpus} CPUs, fewer than --ray-cpus-per-worker "
                                  f"{cpus_per_worker}; {HINT}")
-        count = workers or cluster_cpus // cpus_per_worker
+        # The processes of one training job (WORLD_SIZE, set by torchrun / accelerate launch) share the cluster.
+        count = workers or max(1, cluster_cpus // cpus_per_worker // max(1, int(os.environ.get("WORLD_SIZE", "1"))))
         self.batch_size, self.queue_depth, self.retries = batch_size, queue_depth, retries
         # Base-class threads only wait for results: as many as can be in flight at once.
         super().__init__(config, workers=count * batch_size * queue_depth, cache_size=cache_size)

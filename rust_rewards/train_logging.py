@@ -6,8 +6,10 @@ every call, reports ``reward_time`` (wall time of the whole reward phase of a ge
 columns and rewards. ``RunLogCallback`` appends one JSON line per logged step to ``metrics.jsonl``
 (adding ``reward_share`` = reward_time / step_time and the verifier's health: ``verify/completions``,
 ``verify/internal_errors``, ``verify/timeouts``) and writes ``completions/step_NNNNNN.parquet`` with
-the rewards and ``Report.flat()`` verdict of every completion of the step. With an ``InfraGuard`` it
-stops training when verification keeps failing for infrastructure reasons (``InfrastructureError``).
+the rewards and ``Report.flat()`` verdict of every completion of the step. Under ``accelerate launch`` each
+process verifies its own completions; their rows and counts are gathered and the main process writes them.
+With an ``InfraGuard`` it stops training when verification keeps failing for infrastructure reasons
+(``InfrastructureError``), on every process at the same step.
 """
 
 from __future__ import annotations
@@ -230,6 +232,18 @@ class StepHealth:
         return dict(zip(HEALTH_KEYS, (self.completions, self.internal_errors, self.timeouts), strict=True))
 
 
+def gather_across_processes(item: Any) -> list[Any]:
+    """``item`` of every training process, in rank order (``[item]`` in a single process); every process must
+    call it at the same point."""
+    from accelerate import PartialState
+
+    if PartialState().num_processes == 1:
+        return [item]
+    from accelerate.utils import gather_object
+
+    return gather_object([item])
+
+
 class InfrastructureError(RuntimeError):
     """Training stopped because verification failed for infrastructure reasons, not because of the model."""
 
@@ -339,17 +353,22 @@ class RunLogCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         batches = self.recorder.pop_batches()
         reports = [self.reports_for(batch.completions, batch.columns) for batch in batches]
-        health = StepHealth.of(state.global_step, [r for batch_reports in reports for r in batch_reports])
-        self._window = self._window + health
-        if self.guard is not None:
-            self.guard.observe(health, control, state.global_step >= state.max_steps)
+        local = StepHealth.of(state.global_step, [r for batch_reports in reports for r in batch_reports])
         write = self.completions_every > 0 and state.global_step % self.completions_every == 0
-        if batches and write and state.is_world_process_zero:
-            frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
-                      for batch, batch_reports in zip(batches, reports, strict=True)]
-            write_parquet_atomic(pd.concat(frames, ignore_index=True),
-                                 completion_file(self.out_dir, state.global_step))
-        if health.internal_errors:
+        frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
+                  for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
+        gathered = gather_across_processes((local, frames))
+        health = sum((h for h, _ in gathered[1:]), gathered[0][0])
+        self._window = self._window + health
+        if self.guard is not None:  # every process sees the same counts, so all stop together
+            self.guard.observe(health, control, state.global_step >= state.max_steps)
+        if write and state.is_world_process_zero:
+            frames = [f.assign(process=rank) for rank, (_, fs) in enumerate(gathered) for f in fs]
+            if frames:
+                step = pd.concat(frames, ignore_index=True)
+                step["sample"] = step.groupby("task_id").cumcount()
+                write_parquet_atomic(step, completion_file(self.out_dir, state.global_step))
+        if local.internal_errors:
             self.forget()
 
 

@@ -175,3 +175,24 @@ def test_eval_and_process_data_verify_on_the_cluster(cluster):
     columns = ["task_id", "build_ok", "clippy_ok", "tests_ok", "hidden_ok", "hidden_passed", "internal_error"]
     assert remote[columns].equals(local[columns]) and local["hidden_ok"].all()
     assert remote_kept == local_kept == [t.task_id for t in tasks]
+
+
+def test_training_rewards_come_from_the_cluster(cluster, tmp_path, tiny_model_dir):
+    """``train.py --verifier ray``: a tiny GRPO step whose every completion was verified by the Ray actors."""
+    import pandas as pd
+
+    from rust_rewards.verifier import configure_verifier, get_verifier
+    from train import params_from_mapping, run_training
+
+    params = params_from_mapping({"preset": "tiny", "model": str(tiny_model_dir), "output-dir": str(tmp_path / "run"),
+                                  "max-steps": 1, "num-generations": 4, "per-device-train-batch-size": 8,
+                                  "verifier": "ray", "ray-address": cluster})
+    try:
+        result = run_training(params, progress=None)
+        remote = get_verifier()
+        assert remote.backend == "ray" and remote.stats["batches"] >= 1
+        assert remote.stats["verified"] == remote.stats["requested"] - remote.stats["cache_hits"] > 0
+    finally:
+        configure_verifier()
+    rows = pd.read_parquet(tmp_path / "run" / "completions" / "step_000001.parquet")
+    assert result.global_step == 1 and len(rows) == 8 and (rows["internal_error"] == "").all()
