@@ -20,13 +20,14 @@ with app.setup:
     from rust_rewards.atomic import replace_dir
     from rust_rewards.cpus import cpu_share
     from rust_rewards.dry_run import SettingRejected
+    from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
     from rust_rewards.importers import load_tasks
     from rust_rewards.params import coerce_value
-    from rust_rewards.prompts import chat_messages
+    from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
     from rust_rewards.report import Report
     from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, param_changes
     from rust_rewards.tasks import Task
-    from rust_rewards.tiny_model import build_tiny_model
+    from rust_rewards.tiny_model import WarmStart, build_tiny_model
     from rust_rewards.train_logging import (
         METRICS_FILE,
         TASK_KWARGS,
@@ -46,6 +47,10 @@ with app.setup:
     PRESETS = ("tiny", "real")
     RESUME_CHOICES = ("auto", "yes", "no")
     VLLM_MODES = ("colocate", "server")
+    TOOL_MODEL_SUFFIX = "-tools"
+    TOOL_WARM_SHARE, TOOL_WARM_STEPS = 0.3, 400
+    """The tiny model for ``--feedback-turns``: 30% of its warm-start prompts also taught to call ``cargo_check``,
+    400 steps (``rust_rewards.tiny_model.tool_pairs``)."""
     LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
     FORM_GROUPS = {
         "Model and data": ["model", "build_tiny_model", "data", "data_split", "max_tasks"],
@@ -54,7 +59,7 @@ with app.setup:
         "GRPO": ["beta", "loss_type", "scale_rewards", "num_generations", "max_completion_length", "temperature",
                  "top_p", "per_device_train_batch_size", "gradient_accumulation_steps"],
         "LoRA": ["lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"],
-        "Rewards": ["rewards", "reward_weights"],
+        "Rewards": ["rewards", "reward_weights", "feedback_turns"],
         "Hardware": ["bf16", "use_cpu", "gradient_checkpointing", "torch_threads"],
         "vLLM": ["use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_server_host", "vllm_server_port",
                  "vllm_server_timeout"],
@@ -108,7 +113,10 @@ class TrainParams:
     ``max_internal_error_steps`` consecutive steps had any (0 disables), keeping the last checkpoint.
     vLLM (``use_vllm``) generates in ``vllm_mode`` ``colocate`` (on the training GPU, ``vllm_gpu_memory_utilization``
     of it, asleep while training) or ``server`` (``trl vllm-serve`` at ``vllm_server_host:vllm_server_port``).
-    ``dry_run``: check the run on CPU instead (``run_dry_run``).
+    ``feedback_turns`` K > 0: each rollout may call the ``cargo_check`` tool (build, clippy and its own tests,
+    answered with the repair-round feedback) up to K times before its final answer, which alone is rewarded
+    (``rust_rewards.feedback_tool``); the tiny preset then builds ``outputs/tiny-model-tools``, warm-started to
+    call the tool. ``dry_run``: check the run on CPU instead (``run_dry_run``).
     """
 
     preset: str = "real"
@@ -166,6 +174,7 @@ class TrainParams:
     max_internal_error_steps: int = 3
     verifier: str = "local"
     ray_address: str = "auto"
+    feedback_turns: int = 0
     dry_run: bool = False
 
     def prompts_per_step(self) -> float:
@@ -253,6 +262,13 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError(f"--max-internal-error-share must be within [0, 1], got {p.max_internal_error_share}")
     if p.max_internal_error_steps < 0:
         raise ValueError(f"--max-internal-error-steps must be >= 0 (0 disables), got {p.max_internal_error_steps}")
+    if p.feedback_turns < 0:
+        raise ValueError(f"--feedback-turns must be >= 0 (0: single-turn GRPO), got {p.feedback_turns}")
+    room = p.feedback_turns * TOOL_FEEDBACK_TOKENS + 64
+    if p.feedback_turns and p.max_completion_length < room:
+        raise ValueError(f"--feedback-turns {p.feedback_turns}: the tool's answers (up to {TOOL_FEEDBACK_TOKENS} "
+                         f"tokens each) count against --max-completion-length {p.max_completion_length}, leaving no "
+                         f"room for a final answer: use at least {room}")
     if p.verifier not in VERIFIER_BACKENDS:
         raise ValueError(f"--verifier: expected one of {VERIFIER_BACKENDS}, got {p.verifier!r}")
     if p.vllm_mode not in VLLM_MODES:
@@ -273,8 +289,11 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
     preset = preset_params(p.preset)
     model, data = p.model, p.data
-    if p.build_tiny_model or Path(model).exists() or model == preset.model and (ROOT / model).exists():
-        model = local_path(model, preset.model)
+    default_model = preset.model + TOOL_MODEL_SUFFIX if p.feedback_turns and p.build_tiny_model else preset.model
+    if model == preset.model:
+        model = default_model
+    if p.build_tiny_model or Path(model).exists() or model == default_model and (ROOT / model).exists():
+        model = local_path(model, default_model)
     if Path(data).exists() or data == preset.data:
         data = local_path(data, preset.data)
     output_dir = local_path(p.output_dir, preset.output_dir)
@@ -326,14 +345,16 @@ def load_train_tasks(params: TrainParams) -> list[Task]:
 
 
 @app.function
-def task_dataset(tasks: Sequence[Task]):
-    """A ``datasets.Dataset`` with a conversational ``prompt`` and the columns reward functions read."""
+def task_dataset(tasks: Sequence[Task], feedback: bool = False):
+    """A ``datasets.Dataset`` with a conversational ``prompt`` and the columns reward functions read; with
+    ``feedback`` the system prompt also offers the ``cargo_check`` tool."""
     from datasets import Dataset
 
+    system = SYSTEM_PROMPT + FEEDBACK_INSTRUCTIONS if feedback else SYSTEM_PROMPT
     rows = []
     for task in tasks:
         row = task.to_row()
-        rows.append({"prompt": chat_messages(task.prompt), **{k: row[k] for k in TASK_KWARGS}})
+        rows.append({"prompt": chat_messages(task.prompt, system), **{k: row[k] for k in TASK_KWARGS}})
     return Dataset.from_list(rows)
 
 
@@ -421,6 +442,7 @@ def grpo_config(params: TrainParams, weights: Sequence[float]):
         disable_tqdm=True,
         log_completions=False,
         seed=p.seed,
+        **({"max_tool_calling_iterations": p.feedback_turns} if p.feedback_turns else {}),
         **vllm_kwargs(p),
     )
 
@@ -554,10 +576,13 @@ def build_trainer(
     from transformers.integrations import WandbCallback
     from trl import GRPOTrainer
 
+    from rust_rewards.feedback_tool import cargo_check
+
     funcs, weights = select_rewards(p)
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
-    callbacks = [RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard)]
+    callbacks = [RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
+                                feedback=p.feedback_turns > 0)]
     if progress is not None:
         callbacks.append(ProgressCallback(progress))
     if p.wandb:
@@ -566,9 +591,10 @@ def build_trainer(
         model=p.model,
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
-        train_dataset=task_dataset(tasks),
+        train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
         peft_config=lora_config(p),
         callbacks=callbacks,
+        tools=[cargo_check] if p.feedback_turns else None,
     )
     trainer.pop_callback(PrinterCallback)
     wandb_callback = trainer.pop_callback(WandbCallback)
@@ -608,7 +634,8 @@ def run_training(
     _, weights = select_rewards(p)
     tasks = load_train_tasks(p)
     if p.build_tiny_model:
-        build_tiny_model(p.model)
+        build_tiny_model(p.model, warm_start=WarmStart(tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS)
+                         if p.feedback_turns else WarmStart())
 
     record = {**dataclasses.asdict(p), "derived": {
         "reward_weights": weights,

@@ -16,10 +16,15 @@ _RUST_TAGS = frozenset({"rust", "rs"})
 
 
 def completion_text(completion: Any) -> str:
-    """The assistant text of a completion: a plain string, or TRL's conversational message list.
+    """The answer of a completion: a plain string, or the last assistant turn of TRL's conversational message list
+    (with tool calls the list also holds the drafts sent to the tool and the tool's answers: only the final
+    answer is scored).
 
     >>> completion_text([{"role": "assistant", "content": "hi"}])
     'hi'
+    >>> completion_text([{"role": "assistant", "content": "", "tool_calls": [{}]}, {"role": "tool", "content": "ok"},
+    ...                  {"role": "assistant", "content": "final"}])
+    'final'
     """
     if completion is None:
         return ""
@@ -28,8 +33,8 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, dict):
         return str(completion.get("content") or "")
     if isinstance(completion, (list, tuple)):
-        parts = [m for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
-        return "\n".join(completion_text(m) for m in parts)
+        turns = [m for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+        return completion_text(turns[-1]) if turns else ""
     return str(completion)
 
 

@@ -16,6 +16,13 @@ Do not write a `fn main`. The code is compiled with `cargo build`, checked with 
 with `cargo test`; it must build without warnings."""
 
 
+FEEDBACK_INSTRUCTIONS = """
+
+Before answering you may call the `cargo_check` tool with your complete code: it compiles the code, runs clippy \
+and your own tests, and tells you what failed. Then answer with the final code in one ```rust block."""
+"""Appended to the system prompt of rollouts with feedback turns (``train.py --feedback-turns K``)."""
+
+
 def chat_messages(
     task_prompt: str, system_prompt: str = SYSTEM_PROMPT, repairs: Sequence[tuple[str, str]] = ()
 ) -> list[dict[str, str]]:

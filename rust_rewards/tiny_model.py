@@ -10,6 +10,7 @@ exact shape of a real Qwen2.5-Coder model (random weights) for GPU benchmarks wi
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -36,16 +37,14 @@ QWEN2_SPLIT_REGEX = (
 )
 """The pre-tokenizer split pattern of Qwen2's tokenizer.json."""
 
-CHAT_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{%- if loop.first and message['role'] != 'system' %}"
-    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}"
-    "{%- endif %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
-)
-"""Qwen2.5's chat layout without the tool-calling branches."""
+def chat_template() -> str:
+    """Qwen2.5's chat template as TRL ships it (so TRL recognises it and parses its tool calls); without tools it
+    renders exactly the layout the warm start was designed on. Read from TRL's package files without importing
+    TRL."""
+    spec = importlib.util.find_spec("trl")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("trl is not installed")
+    return (Path(spec.submodule_search_locations[0]) / "chat_templates" / "qwen2_5.jinja").read_text()
 
 MARKER = "tiny_model.json"
 
@@ -230,7 +229,7 @@ def train_tokenizer(vocab_size: int):
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )
-    wrapped.chat_template = CHAT_TEMPLATE
+    wrapped.chat_template = chat_template()
     return wrapped
 
 
@@ -288,6 +287,8 @@ class WarmStart:
     lr: float = 1e-2
     warmup_steps: int = 20
     threads: int = 1
+    tool_calls: float = 0.0
+    """Share of the pairs also taught in the feedback-turn format (``tool_pairs``); 0 for the default model."""
 
 
 def answer_block(code: str, name: str | None = None, assertion: str | None = None) -> str:
@@ -340,7 +341,40 @@ def warm_start_pairs(tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
     return pairs
 
 
-def _corpus_hash(pairs: list[tuple[str, str]]) -> str:
+TINY_DRAFT = "pub fn draft() {}"
+"""The one draft the tiny model learns to send to ``cargo_check``: short, unlike any answer, so that a 0.4M-parameter
+model emits a well-formed tool call; it exercises the mechanics, not the model's use of feedback."""
+
+
+def tool_pairs(pairs: list[tuple[str, str]], share: float, seed: int = 0) -> list[tuple[list[dict], str]]:
+    """Feedback-turn pairs: chat messages rendered with the ``cargo_check`` tool -> answer, for the built-in
+    exemplars' prompts and a seeded ``share`` of the other prompts (each with a random built-in exemplar).
+
+    The first turn calls the tool with ``TINY_DRAFT``; after the tool's real answer for that draft ("no #[test]
+    function found") the model answers with the exemplar's code and its test. The system prompt is the
+    feedback-turn one.
+    """
+    from rust_rewards.feedback_tool import TOOL_NAME, tool_answer
+    from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT
+    from rust_rewards.report import Report
+
+    rng = random.Random(seed + 1)
+    feedback = tool_answer(Report(has_code=True, build_ok=True, clippy_ok=True))
+    builtin = {prompt: ex for ex in BUILTIN_EXEMPLARS for prompt in ex.prompts}
+    prompts = list(dict.fromkeys([*builtin, *(p for p, _ in pairs if p not in builtin and rng.random() < share)]))
+    out: list[tuple[list[dict], str]] = []
+    for prompt in prompts:
+        ex = builtin.get(prompt) or rng.choice(BUILTIN_EXEMPLARS)
+        messages = chat_messages(prompt, SYSTEM_PROMPT + FEEDBACK_INSTRUCTIONS)
+        call = {"type": "function", "function": {"name": TOOL_NAME, "arguments": {"code": TINY_DRAFT}}}
+        out.append((messages, f"<tool_call>\n{json.dumps(call['function'])}\n</tool_call>"))
+        out.append(([*messages, {"role": "assistant", "content": "", "tool_calls": [call]},
+                     {"role": "tool", "name": TOOL_NAME, "content": feedback}],
+                    answer_block(ex.code, ex.name, ex.assertion)))
+    return out
+
+
+def _corpus_hash(pairs: list) -> str:
     return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()[:16]
 
 
@@ -373,8 +407,10 @@ def _batch(tokenized: list[tuple[list[int], list[int]]], pad_id: int):
     return prefix, tail, mask, labels
 
 
-def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart, seed: int) -> list[float]:
-    """Train ``model`` in place on ``pairs``; return the loss of every step.
+def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart, seed: int,
+                     tools: list[tuple[list[dict], str]] = ()) -> list[float]:
+    """Train ``model`` in place on ``pairs`` (and the feedback-turn ``tools`` pairs, rendered with the
+    ``cargo_check`` tool); return the loss of every step.
 
     Only the answer tokens carry loss, and the prompt prefix runs without gradient (its keys and values
     come from a no-grad pass): most tokens are prompt, so this roughly halves the cost of a step.
@@ -388,6 +424,15 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
          tokenizer(answer, add_special_tokens=False).input_ids + [eos])
         for prompt, answer in pairs
     ]
+    if tools:
+        from rust_rewards.feedback_tool import cargo_check
+
+        tokenized += [
+            (tokenizer.apply_chat_template(messages, tools=[cargo_check], add_generation_prompt=True, tokenize=True,
+                                           return_dict=True)["input_ids"],
+             tokenizer(answer, add_special_tokens=False).input_ids + [eos])
+            for messages, answer in tools
+        ]
     batches = _length_batches([len(p) for p, _ in tokenized], config.batch_size, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
 
@@ -416,9 +461,15 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
 
 
 def _params(hidden_size: int, num_layers: int, vocab_size: int, seed: int,
-            warm_start: WarmStart | None, pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """The marker's content: the shape, the seed and the warm start with a hash of its corpus."""
+            warm_start: WarmStart | None, pairs: list[tuple[str, str]],
+            tools: list[tuple[list[dict], str]]) -> dict[str, Any]:
+    """The marker's content: the shape, the seed and the warm start with a hash of its corpus (the feedback-turn
+    fields only when it has any, so that models built before they existed stay valid)."""
     warm = None if warm_start is None else {**asdict(warm_start), "corpus": _corpus_hash(pairs), "pairs": len(pairs)}
+    if warm is not None and not warm_start.tool_calls:
+        del warm["tool_calls"]
+    elif warm is not None:
+        warm |= {"tool_corpus": _corpus_hash(tools), "tool_pairs": len(tools)}
     return {"hidden_size": hidden_size, "num_layers": num_layers, "vocab_size": vocab_size, "seed": seed,
             "warm_start": warm}
 
@@ -454,7 +505,8 @@ def build_tiny_model(
 
     out = Path(out_dir)
     pairs = warm_start_pairs(tasks_path, seed) if warm_start is not None else []
-    params = _params(hidden_size, num_layers, vocab_size, seed, warm_start, pairs)
+    tools = tool_pairs(pairs, warm_start.tool_calls, seed) if warm_start is not None and warm_start.tool_calls else []
+    params = _params(hidden_size, num_layers, vocab_size, seed, warm_start, pairs, tools)
     if _is_complete(out, params):
         return out
     if hidden_size % 8:
@@ -487,7 +539,7 @@ def build_tiny_model(
             model = Qwen2ForCausalLM(config)
             if warm_start is not None:
                 torch.set_num_threads(max(1, min(warm_start.threads, os.cpu_count() or 1)))
-                train_warm_start(model, tokenizer, pairs, warm_start, seed)
+                train_warm_start(model, tokenizer, pairs, warm_start, seed, tools)
         model.generation_config = GenerationConfig(
             bos_token_id=ids["<|endoftext|>"],
             eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],

@@ -32,6 +32,7 @@ from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.extract import completion_text
+from rust_rewards.feedback_tool import ToolUse, tool_calls, tool_use
 from rust_rewards.report import Report
 from rust_rewards.run_logs import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE, load_params
 from rust_rewards.verifier import get_verifier
@@ -197,6 +198,7 @@ def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
             "sample": seen[task_id],
             "prompt": _prompt_text(batch.prompts[i]) if i < len(batch.prompts) else "",
             "completion": completion_text(completion),
+            "tool_calls": len(tool_calls(completion)),
             "reward": total if any(v is not None for v in values.values()) else None,
             **values,
             **report.flat(),
@@ -328,7 +330,7 @@ class RunLogCallback(TrainerCallback):
 
     def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
                  reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
-                 forget: Callable[[], object] | None = None) -> None:
+                 forget: Callable[[], object] | None = None, feedback: bool = False) -> None:
         self.out_dir = Path(out_dir)
         self.recorder = recorder
         self.weights = weights
@@ -337,6 +339,8 @@ class RunLogCallback(TrainerCallback):
         self.guard = guard
         self.forget = forget or (lambda: get_verifier().forget_failures())
         self._window = StepHealth(0)
+        self.feedback = feedback
+        self._tools = ToolUse()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero or "train_runtime" in logs:
@@ -345,6 +349,9 @@ class RunLogCallback(TrainerCallback):
             logs["reward_share"] = logs["reward_time"] / logs["step_time"]
         logs.update(self._window.metrics())
         self._window = StepHealth(state.global_step)
+        if self.feedback:
+            logs.update(self._tools.metrics())
+            self._tools = ToolUse()
         row = {"step": state.global_step, **{k: _json_value(v) for k, v in logs.items()}, "time": time.time()}
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with open(self.out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
@@ -357,13 +364,16 @@ class RunLogCallback(TrainerCallback):
         write = self.completions_every > 0 and state.global_step % self.completions_every == 0
         frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
                   for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
-        gathered = gather_across_processes((local, frames))
-        health = sum((h for h, _ in gathered[1:]), gathered[0][0])
+        tools = sum((tool_use(b.completions, r) for b, r in zip(batches, reports, strict=True)), ToolUse()) \
+            if self.feedback else ToolUse()
+        gathered = gather_across_processes((local, frames, tools))
+        health = sum((h for h, _, _ in gathered[1:]), gathered[0][0])
         self._window = self._window + health
+        self._tools = sum((t for _, _, t in gathered), self._tools)
         if self.guard is not None:  # every process sees the same counts, so all stop together
             self.guard.observe(health, control, state.global_step >= state.max_steps)
         if write and state.is_world_process_zero:
-            frames = [f.assign(process=rank) for rank, (_, fs) in enumerate(gathered) for f in fs]
+            frames = [f.assign(process=rank) for rank, (_, fs, _) in enumerate(gathered) for f in fs]
             if frames:
                 step = pd.concat(frames, ignore_index=True)
                 step["sample"] = step.groupby("task_id").cumcount()

@@ -80,7 +80,10 @@ def test_special_tokens_and_chat_template(tiny):
     ids = tok(text).input_ids
     assert ids.count(im_start) == 3 and ids.count(tok.eos_token_id) == 2
     default_system = tok.apply_chat_template([messages[1]], tokenize=False)
-    assert default_system.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>")
+    assert default_system.startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.")
+    from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
+
+    assert tok.chat_template == qwen2_5_chat_template and supports_tool_calling(tok)  # TRL parses its tool calls
 
 
 def test_generates_tokens(tiny):
