@@ -141,3 +141,14 @@ def test_doctests() -> None:
     for module in (feedback, diagnostics):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_a_test_that_never_ends_is_reported_as_a_timeout(verifier) -> None:
+    code = ("pub fn spin(n: u64) -> u64 {\n    let mut i = n;\n    while i > 0 {\n        i = i.wrapping_add(2);\n"
+            "    }\n    i\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn spins() {\n"
+            "        assert_eq!(spin(1), 0);\n    }\n}\n")
+    report = verifier.verify(f"```rust\n{code}```")
+    assert report.build_ok and report.own_tests.timed_out
+    message = feedback_message(report)
+    assert "your tests (they did not finish in time)" in message
+    assert "- your tests did not finish within the time limit (an endless loop or a very slow test?)" in message
