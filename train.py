@@ -25,7 +25,8 @@ with app.setup:
     from rust_rewards.params import coerce_value
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
     from rust_rewards.report import Report
-    from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, param_changes
+    from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, load_params, param_changes
+    from rust_rewards.sft import SFTSet, sft_rows
     from rust_rewards.tasks import Task
     from rust_rewards.tiny_model import WarmStart, build_tiny_model
     from rust_rewards.train_logging import (
@@ -33,6 +34,7 @@ with app.setup:
         TASK_KWARGS,
         InfraGuard,
         InfrastructureError,
+        MetricsFileCallback,
         ProgressCallback,
         RewardRecorder,
         RunLogCallback,
@@ -46,6 +48,7 @@ with app.setup:
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     PRESETS = ("tiny", "real")
     RESUME_CHOICES = ("auto", "yes", "no")
+    STAGES = ("grpo", "sft")
     VLLM_MODES = ("colocate", "server")
     TOOL_MODEL_SUFFIX = "-tools"
     TOOL_WARM_SHARE, TOOL_WARM_STEPS = 0.3, 400
@@ -54,7 +57,8 @@ with app.setup:
     LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
     FORM_GROUPS = {
         "Model and data": ["model", "build_tiny_model", "data", "data_split", "max_tasks"],
-        "Run": ["output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed", "dry_run"],
+        "Run": ["stage", "init_adapter", "output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed",
+                "dry_run"],
         "Optimizer": ["lr", "lr_scheduler_type", "warmup_ratio", "weight_decay", "adam_beta2", "max_grad_norm"],
         "GRPO": ["beta", "loss_type", "scale_rewards", "num_generations", "max_completion_length", "temperature",
                  "top_p", "per_device_train_batch_size", "gradient_accumulation_steps"],
@@ -117,9 +121,14 @@ class TrainParams:
     answered with the repair-round feedback) up to K times before its final answer, which alone is rewarded
     (``rust_rewards.feedback_tool``); the tiny preset then builds ``outputs/tiny-model-tools``, warm-started to
     call the tool. ``dry_run``: check the run on CPU instead (``run_dry_run``).
+    ``stage`` ``sft``: supervised training on the verified reference answers of the training tasks
+    (``rust_rewards.sft``) instead of GRPO, with the same LoRA settings and outputs. ``init_adapter``: continue
+    training that LoRA adapter (e.g. an SFT run's ``adapter/``) instead of a fresh one.
     """
 
     preset: str = "real"
+    stage: str = "grpo"
+    init_adapter: str = ""
     model: str = REAL_MODEL
     build_tiny_model: bool = False
     data: str = "qwen3-rust-finetune/processed/train.parquet"
@@ -262,6 +271,11 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError(f"--max-internal-error-share must be within [0, 1], got {p.max_internal_error_share}")
     if p.max_internal_error_steps < 0:
         raise ValueError(f"--max-internal-error-steps must be >= 0 (0 disables), got {p.max_internal_error_steps}")
+    if p.stage not in STAGES:
+        raise ValueError(f"--stage: expected one of {STAGES}, got {p.stage!r}")
+    if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
+        raise ValueError(f"--init-adapter {p.init_adapter}: no adapter_config.json there (expected a LoRA adapter "
+                         "folder such as an SFT run's OUT/adapter)")
     if p.feedback_turns < 0:
         raise ValueError(f"--feedback-turns must be >= 0 (0: single-turn GRPO), got {p.feedback_turns}")
     room = p.feedback_turns * TOOL_FEEDBACK_TOKENS + 64
@@ -296,7 +310,9 @@ def resolve_params(params: TrainParams) -> TrainParams:
         model = local_path(model, default_model)
     if Path(data).exists() or data == preset.data:
         data = local_path(data, preset.data)
-    output_dir = local_path(p.output_dir, preset.output_dir)
+    # the supervised stage's default folder is its own: GRPO's default would auto-resume the SFT checkpoints
+    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/sft-{p.preset}"
+    output_dir = local_path(stage_default if p.output_dir == preset.output_dir else p.output_dir, stage_default)
     return dataclasses.replace(
         p,
         model=model,
@@ -307,6 +323,7 @@ def resolve_params(params: TrainParams) -> TrainParams:
         use_cpu=(not cuda) if p.use_cpu is None else p.use_cpu,
         use_vllm=use_vllm,
         oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
+        init_adapter=str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
     )
 
 
@@ -561,6 +578,102 @@ def print_progress(step: int, max_steps: int, logs: dict[str, Any]) -> None:
 
 
 @app.function
+def policy_model(p: TrainParams):
+    """The base model with ``init_adapter`` loaded as a trainable LoRA adapter: training continues that adapter
+    (stacked on the frozen base, not merged into it), with its own rank, alpha and target modules."""
+    import torch
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM
+
+    adapter = PeftConfig.from_pretrained(p.init_adapter)
+    if adapter.base_model_name_or_path not in (p.model, None) and Path(
+            adapter.base_model_name_or_path).name != Path(p.model).name:
+        warnings.warn(f"--init-adapter {p.init_adapter} was trained on {adapter.base_model_name_or_path}, "
+                      f"this run's base model is {p.model}", stacklevel=2)
+    print(f"continuing adapter {p.init_adapter}: r={adapter.r}, lora_alpha={adapter.lora_alpha}, "
+          f"target_modules={sorted({m.rsplit('.', 1)[-1] for m in adapter.target_modules or ()})} (the --lora-* "
+          "flags do not apply)", flush=True)
+    base = AutoModelForCausalLM.from_pretrained(p.model, dtype=torch.bfloat16 if p.bf16 else torch.float32)
+    return PeftModel.from_pretrained(base, p.init_adapter, is_trainable=True)
+
+
+@app.function
+def sft_config(params: TrainParams):
+    """TRL's ``SFTConfig`` for resolved params: the GRPO stage's optimizer, schedule, batch, checkpoint and logging
+    settings; loss on the answer tokens only; no truncation (answers over the completion budget are not in the
+    data)."""
+    from trl import SFTConfig
+
+    p = params
+    return SFTConfig(
+        output_dir=p.output_dir,
+        run_name=p.run_name,
+        max_steps=p.max_steps,
+        num_train_epochs=p.num_train_epochs,
+        learning_rate=p.lr,
+        lr_scheduler_type=p.lr_scheduler_type,
+        warmup_steps=p.warmup_ratio,
+        weight_decay=p.weight_decay,
+        adam_beta2=p.adam_beta2,
+        max_grad_norm=p.max_grad_norm,
+        per_device_train_batch_size=p.per_device_train_batch_size,
+        gradient_accumulation_steps=p.gradient_accumulation_steps,
+        bf16=p.bf16,
+        use_cpu=p.use_cpu,
+        gradient_checkpointing=p.gradient_checkpointing,
+        model_init_kwargs={"dtype": "bfloat16" if p.bf16 else "float32"},
+        completion_only_loss=True,
+        max_length=None,
+        save_strategy="steps",
+        save_steps=p.save_steps,
+        save_total_limit=p.save_total_limit,
+        logging_steps=p.logging_steps,
+        report_to=["wandb"] if p.wandb else "none",
+        disable_tqdm=True,
+        seed=p.seed,
+    )
+
+
+@app.function
+def sft_data(p: TrainParams, tasks: Sequence[Task]) -> SFTSet:
+    """The verified reference answers of ``tasks`` (answers longer than ``max_completion_length`` tokens skipped)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(p.model)
+    return sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
+                    p.max_completion_length)
+
+
+@app.function
+def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
+                      progress: Callable[[int, int, dict[str, Any]], None] | None = None):
+    """The ``SFTTrainer`` of the supervised stage: same LoRA settings (or ``init_adapter``), same outputs."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer, PrinterCallback
+    from transformers.integrations import WandbCallback
+    from trl import SFTTrainer
+
+    callbacks: list[Any] = [MetricsFileCallback(p.output_dir)]
+    if progress is not None:
+        callbacks.append(ProgressCallback(progress))
+    if p.wandb:
+        os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
+    trainer = SFTTrainer(
+        model=policy_model(p) if p.init_adapter else p.model,
+        args=sft_config(p),
+        train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
+        processing_class=AutoTokenizer.from_pretrained(p.model),
+        peft_config=None if p.init_adapter else lora_config(p),
+        callbacks=callbacks,
+    )
+    trainer.pop_callback(PrinterCallback)
+    wandb_callback = trainer.pop_callback(WandbCallback)
+    if wandb_callback is not None:
+        trainer.add_callback(wandb_callback)
+    return trainer
+
+
+@app.function
 def build_trainer(
     p: TrainParams,
     tasks: Sequence[Task],
@@ -588,11 +701,11 @@ def build_trainer(
     if p.wandb:
         os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
     trainer = GRPOTrainer(
-        model=p.model,
+        model=policy_model(p) if p.init_adapter else p.model,
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
         train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
-        peft_config=lora_config(p),
+        peft_config=None if p.init_adapter else lora_config(p),
         callbacks=callbacks,
         tools=[cargo_check] if p.feedback_turns else None,
     )
@@ -608,7 +721,8 @@ def run_training(
     params: TrainParams,
     progress: Callable[[int, int, dict[str, Any]], None] | None = print_progress,
 ) -> TrainResult:
-    """Train a LoRA adapter with GRPO; write params, metrics, completions, checkpoints and the adapter.
+    """Train a LoRA adapter with GRPO (``stage="sft"``: supervised, on verified reference answers); write params,
+    metrics, completions (GRPO), checkpoints and the adapter.
 
     Under ``accelerate launch`` every process trains and verifies its own completions (the local verifier
     with its share of this machine's CPUs, ``cpu_share``; or the Ray cluster); only the main process writes.
@@ -621,6 +735,10 @@ def run_training(
 
     p = resolve_params(params)
     out = Path(p.output_dir)
+    earlier = load_params(out).get("stage", "grpo") if (out / PARAMS_FILE).is_file() else p.stage
+    if earlier != p.stage:
+        raise ValueError(f"{out} holds a {earlier} run ({PARAMS_FILE}): the {p.stage} stage needs its own "
+                         "--output-dir (it would resume the other stage's checkpoints)")
     checkpoint = find_checkpoint(out, p.resume)
     finished = finished_run(checkpoint, p.max_steps)
     if finished is not None:
@@ -637,12 +755,17 @@ def run_training(
         build_tiny_model(p.model, warm_start=WarmStart(tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS)
                          if p.feedback_turns else WarmStart())
 
+    sft = sft_data(p, tasks) if p.stage == "sft" else None
+    if sft is not None:
+        print(f"supervised stage: {sft.counts()['rows']} verified reference answers of {len(tasks)} tasks; "
+              f"skipped: {dict(sft.skipped) or 'none'}", flush=True)
     record = {**dataclasses.asdict(p), "derived": {
         "reward_weights": weights,
         "n_tasks": len(tasks),
         "prompts_per_step": p.prompts_per_step(),
         "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps,
         "resumed_from": checkpoint,
+        **({"sft": sft.counts()} if sft is not None else {}),
     }}
     processes = PartialState(cpu=bool(p.use_cpu))
     if processes.is_main_process:
@@ -662,7 +785,10 @@ def run_training(
         torch.set_num_threads(p.torch_threads)
     guard = InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
     try:
-        trainer = build_trainer(p, tasks, progress, guard)
+        if sft is not None:
+            trainer = build_sft_trainer(p, sft.rows, progress)
+        else:
+            trainer = build_trainer(p, tasks, progress, guard)
         trainer.train(resume_from_checkpoint=checkpoint)
         if guard.stopped is not None:
             raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))
@@ -703,6 +829,9 @@ def run_dry_run(
 
     if params.preset != "real":
         raise SettingRejected(f"--dry-run checks the real preset; the {params.preset} preset runs on CPU as it is")
+    if params.stage != "grpo" or params.init_adapter:
+        raise SettingRejected("--dry-run checks the GRPO stage from a fresh adapter on a reduced model; run "
+                              "--stage sft / --init-adapter with the tiny preset (or on the GPU) instead")
     try:
         full = gpu_view(params)
         funcs, weights = select_rewards(full)

@@ -320,6 +320,25 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def append_metrics(out_dir: Path, step: int, logs: dict[str, Any]) -> None:
+    """Append one step's logs as a JSON line to ``out_dir/metrics.jsonl`` (non-finite numbers become null)."""
+    row = {"step": step, **{k: _json_value(v) for k, v in logs.items()}, "time": time.time()}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+class MetricsFileCallback(TrainerCallback):
+    """``metrics.jsonl`` for the supervised stage (loss, token accuracy, learning rate: no rewards to count)."""
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.out_dir = Path(out_dir)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and state.is_world_process_zero and "train_runtime" not in logs:
+            append_metrics(self.out_dir, state.global_step, logs)
+
+
 class RunLogCallback(TrainerCallback):
     """Writes ``metrics.jsonl`` on every log and the step's completions parquet at every step end.
 
@@ -352,10 +371,7 @@ class RunLogCallback(TrainerCallback):
         if self.feedback:
             logs.update(self._tools.metrics())
             self._tools = ToolUse()
-        row = {"step": state.global_step, **{k: _json_value(v) for k, v in logs.items()}, "time": time.time()}
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
+        append_metrics(self.out_dir, state.global_step, logs)
 
     def on_step_end(self, args, state, control, **kwargs):
         batches = self.recorder.pop_batches()
@@ -408,6 +424,8 @@ def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
         parts.append(f"len {logs['completions/mean_length']:.0f}")
     if logs.get("loss") is not None:
         parts.append(f"loss {logs['loss']:.4f}")
+    if logs.get("mean_token_accuracy") is not None:
+        parts.append(f"token accuracy {logs['mean_token_accuracy']:.3f}")
     if logs.get("step_time") is not None:
         share = logs.get("reward_share")
         parts.append(f"{logs['step_time']:.1f} s/step" + (f" (rewards {share:.0%})" if share is not None else ""))

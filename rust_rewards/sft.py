@@ -1,0 +1,81 @@
+"""The supervised warm start's data: verified reference answers in exactly the format GRPO rewards and eval reads.
+
+Each training task with a reference solution becomes one prompt-completion row in TRL's conversational format:
+the prompt is ``chat_messages(task.prompt)`` (the system prompt GRPO, inference and eval use) and the completion is
+the answer the system prompt asks for: one ```rust block with the reference solution and a ``#[cfg(test)] mod
+tests`` holding the task's unit tests. Every answer is verified again with the shared verifier, as a completion,
+against the task's hidden tests: only answers that build, pass clippy, pass their own tests and the hidden tests
+are kept. Skipped rows are counted by reason (``SKIP_REASONS``); an empty set is a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
+from rust_rewards.report import Report
+from rust_rewards.tasks import Task
+from rust_rewards.verifier import get_verifier
+
+SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification")
+
+
+def sft_answer(task: Task) -> str | None:
+    """The answer for ``task``: its reference solution and its unit tests as the model's own test module, in one
+    ```rust block (None without a reference solution or unit-shaped tests)."""
+    if not task.reference_code.strip() or task.test_shape != "unit" or not task.reference_tests.strip():
+        return None
+    lines = [line for line in task.reference_tests.strip("\n").splitlines() if line.strip() != "use super::*;"]
+    tests = "\n".join(f"    {line}" if line.strip() else "" for line in "\n".join(lines).strip("\n").splitlines())
+    return (f"```rust\n{task.reference_code.strip()}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{tests}\n}}\n"
+            "```")
+
+
+def accepted(report: Report) -> bool:
+    """An answer worth imitating: builds, clippy-clean, its own tests and the task's hidden tests pass."""
+    return report.build_ok and report.clippy_ok and report.tests_ok and bool(report.hidden_ok)
+
+
+@dataclass
+class SFTSet:
+    """The rows to train on and how many tasks were skipped, by reason."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def counts(self) -> dict[str, int]:
+        return {"rows": len(self.rows), **{reason: self.skipped[reason] for reason in SKIP_REASONS}}
+
+
+def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], int] | None = None,
+             max_answer_tokens: int = 0, system_prompt: str = SYSTEM_PROMPT) -> SFTSet:
+    """Verified prompt-completion rows for ``tasks`` (read from ``source``, named in errors).
+
+    Answers longer than ``max_answer_tokens`` (as ``count_tokens`` counts; 0: no limit) are skipped: GRPO could
+    never generate them within its completion budget.
+    """
+    out = SFTSet()
+    candidates: list[tuple[Task, str]] = []
+    for task in tasks:
+        answer = sft_answer(task)
+        if answer is None:
+            out.skipped["no_reference" if not task.reference_code.strip() else "tests_not_unit"] += 1
+        elif max_answer_tokens and count_tokens is not None and count_tokens(answer) > max_answer_tokens:
+            out.skipped["answer_too_long"] += 1
+        else:
+            candidates.append((task, answer))
+    reports = get_verifier().verify_many([answer for _, answer in candidates],
+                                         hidden=[task.hidden_tests() for task, _ in candidates])
+    for (task, answer), report in zip(candidates, reports, strict=True):
+        if not accepted(report):
+            out.skipped["failed_verification"] += 1
+            continue
+        out.rows.append({"prompt": chat_messages(task.prompt, system_prompt),
+                         "completion": [{"role": "assistant", "content": answer}], "task_id": task.task_id})
+    if not out.rows:
+        raise ValueError(f"{source}: no task has a verified reference answer to train on "
+                         f"({len(tasks)} tasks; skipped: {dict(out.skipped)})")
+    return out
