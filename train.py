@@ -762,10 +762,10 @@ def run_training(
     record = {**dataclasses.asdict(p), "derived": {
         "reward_weights": weights,
         "n_tasks": len(tasks),
-        "prompts_per_step": p.prompts_per_step(),
-        "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps,
+        **({"sft": sft.counts()} if sft is not None else {
+            "prompts_per_step": p.prompts_per_step(),
+            "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps}),
         "resumed_from": checkpoint,
-        **({"sft": sft.counts()} if sft is not None else {}),
     }}
     processes = PartialState(cpu=bool(p.use_cpu))
     if processes.is_main_process:

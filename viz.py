@@ -105,6 +105,19 @@ def line_chart(data: pd.DataFrame, title: str, y_title: str, percent: bool = Fal
 
 
 @app.function
+def loss_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
+    """Training loss per step: the supervised stage's cross-entropy on answer tokens, or GRPO's policy loss."""
+    return line_chart(metric_series(metrics, {"loss": "loss"}, smoothing), "Training loss", "loss")
+
+
+@app.function
+def token_accuracy_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
+    """The supervised stage's share of answer tokens predicted correctly (``--stage sft`` only)."""
+    series = metric_series(metrics, {"token accuracy": "mean_token_accuracy"}, smoothing)
+    return line_chart(series, "Token accuracy (supervised stage)", "share", percent=True)
+
+
+@app.function
 def reward_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
     """Total (weighted) reward per step."""
     return line_chart(metric_series(metrics, {"total reward": "reward"}, smoothing), "Total reward", "reward")
@@ -296,8 +309,9 @@ def run_summary(run: RunLogs) -> dict[str, object]:
                                   "completions": len(run.completions)}
     if run.history:
         summary["starts"] = len(run.history)
-    if not run.metrics.empty and "reward" in run.metrics.columns:
-        summary["reward"] = float(run.metrics["reward"].iloc[-1])
+    for key in ("reward", "loss"):
+        if not run.metrics.empty and key in run.metrics.columns:
+            summary[key] = float(run.metrics[key].iloc[-1])
     health = verify_health(run.metrics)
     if not health.empty:
         summary["internal errors"] = int(health["internal_errors"].sum())
@@ -453,6 +467,10 @@ def _(run, smoothing):
     _s = smoothing.value
     _none = "Not logged by this run (yet)."
     mo.vstack([
+        mo.md("## Loss"),
+        mo.hstack([chart_or_note(loss_chart(_m, _s), _none),
+                   chart_or_note(token_accuracy_chart(_m, _s), "Token accuracy is logged by `--stage sft` runs.")],
+                  widths="equal"),
         mo.md("## Rewards"),
         chart_or_note(reward_chart(_m, _s), _none),
         chart_or_note(components_chart(_m, _s), _none),

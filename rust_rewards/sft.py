@@ -20,7 +20,7 @@ from rust_rewards.report import Report
 from rust_rewards.tasks import Task
 from rust_rewards.verifier import get_verifier
 
-SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification")
+SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification", "verifier_error")
 
 
 def sft_answer(task: Task) -> str | None:
@@ -70,6 +70,9 @@ def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], i
     reports = get_verifier().verify_many([answer for _, answer in candidates],
                                          hidden=[task.hidden_tests() for task, _ in candidates])
     for (task, answer), report in zip(candidates, reports, strict=True):
+        if report.internal_error:
+            out.skipped["verifier_error"] += 1
+            continue
         if not accepted(report):
             out.skipped["failed_verification"] += 1
             continue

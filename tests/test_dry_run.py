@@ -76,6 +76,8 @@ def test_rejected_settings_fail_before_anything_runs(tmp_path):
             run_dry_run(params)
     with pytest.raises(SettingRejected, match="tiny preset"):
         run_dry_run(params_from_mapping({"preset": "tiny", "dry-run": True}))
+    with pytest.raises(SettingRejected, match="checks the GRPO stage from a fresh adapter"):
+        run_dry_run(params_from_mapping({"preset": "real", "dry-run": True, "stage": "sft"}))
     assert not any(tmp_path.iterdir())
 
     proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "real", "--dry-run", "--loss-type",

@@ -33,7 +33,7 @@ TASKS = [
 def test_rows_are_verified_answers_in_the_training_format_and_skips_are_counted():
     data = sft_rows(TASKS, "tasks.jsonl")
     assert data.counts() == {"rows": 1, "no_reference": 1, "tests_not_unit": 1, "answer_too_long": 0,
-                             "failed_verification": 1}
+                             "failed_verification": 1, "verifier_error": 0}
     row = data.rows[0]
     assert row["prompt"] == [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ADD.prompt}]
     answer = row["completion"][0]["content"]

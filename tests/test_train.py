@@ -142,6 +142,15 @@ def test_relative_paths(tmp_path, monkeypatch):
     assert real.model == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     assert real.data == str(ROOT / "qwen3-rust-finetune" / "processed" / "train.parquet")
     assert resolve_params(params_from_mapping({"preset": "real", "data": "org/dataset"})).data == "org/dataset"
+    sft = resolve_params(params_from_mapping({"preset": "real", "stage": "sft"}))
+    assert sft.output_dir == str(ROOT / "outputs" / "sft-real") and sft.run_name == "sft-real"
+
+
+def test_one_output_dir_holds_one_stage(tmp_path):
+    """GRPO in an SFT run's folder would resume the SFT checkpoints: refused before anything loads."""
+    (tmp_path / "params.json").write_text(json.dumps({"stage": "sft"}))
+    with pytest.raises(ValueError, match="holds a sft run .*: the grpo stage needs its own --output-dir"):
+        run_training(params_from_mapping({"output-dir": str(tmp_path)}), progress=None)
 
 
 def test_real_preset_config_on_this_machine():

@@ -346,3 +346,23 @@ def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
     done = _script("--run", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "nothing to show" in done.stdout and "not a training run" in done.stdout
+
+
+def test_a_supervised_run_shows_its_loss_and_no_rewards(tmp_path: Path) -> None:
+    """``train.py --stage sft`` logs loss and token accuracy, no rewards and no completions."""
+    import viz
+
+    (tmp_path / "params.json").write_text(json.dumps({"stage": "sft"}))
+    lines = [{"step": s, "loss": 4.0 - s / 2, "mean_token_accuracy": 0.3 + s / 20, "learning_rate": 1e-4}
+             for s in (1, 2, 3)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert inspect_run(tmp_path).ok
+    run = load_run(tmp_path)
+    loss = next(iter(viz.loss_chart(run.metrics, 0.0).to_dict()["datasets"].values()))
+    assert [row["value"] for row in loss] == [3.5, 3.0, 2.5]
+    assert viz.token_accuracy_chart(run.metrics, 0.0) is not None
+    assert viz.reward_chart(run.metrics, 0.5) is None and viz.pass_rate_chart(run.completions) is None
+    assert viz.run_summary(run)["loss"] == 2.5 and "reward" not in viz.run_summary(run)
+    done = _script("--run", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "loss: 2.5\n" in done.stdout and "last_step: 3" in done.stdout
