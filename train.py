@@ -43,6 +43,7 @@ with app.setup:
     )
     from rust_rewards.verifier import BACKENDS as VERIFIER_BACKENDS
     from rust_rewards.verifier import verifier_for
+    from rust_rewards.verify import MODES as VERIFIER_MODES
 
     ROOT = Path(__file__).resolve().parent
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
@@ -70,7 +71,7 @@ with app.setup:
         "Checkpoints and logs": ["save_steps", "save_total_limit", "logging_steps", "completions_every", "wandb",
                                  "wandb_project", "oxen_repo", "oxen_dest"],
         "Safety": ["max_internal_error_share", "max_internal_error_steps"],
-        "Verifier": ["verifier", "ray_address"],
+        "Verifier": ["verifier", "ray_address", "verifier_mode"],
     }
 
 
@@ -183,6 +184,7 @@ class TrainParams:
     max_internal_error_steps: int = 3
     verifier: str = "local"
     ray_address: str = "auto"
+    verifier_mode: str = "direct"
     feedback_turns: int = 0
     dry_run: bool = False
 
@@ -283,6 +285,8 @@ def resolve_params(params: TrainParams) -> TrainParams:
         raise ValueError(f"--feedback-turns {p.feedback_turns}: the tool's answers (up to {TOOL_FEEDBACK_TOKENS} "
                          f"tokens each) count against --max-completion-length {p.max_completion_length}, leaving no "
                          f"room for a final answer: use at least {room}")
+    if p.verifier_mode not in VERIFIER_MODES:
+        raise ValueError(f"--verifier-mode: expected one of {VERIFIER_MODES}, got {p.verifier_mode!r}")
     if p.verifier not in VERIFIER_BACKENDS:
         raise ValueError(f"--verifier: expected one of {VERIFIER_BACKENDS}, got {p.verifier!r}")
     if p.vllm_mode not in VLLM_MODES:
@@ -775,7 +779,8 @@ def run_training(
         if changes:
             print(f"changed since the first start ({out / PARAMS_FILE}): "
                   + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items()), flush=True)
-    verifier = verifier_for(cpu_share() if processes.num_processes > 1 else 0, p.verifier, p.ray_address)
+    verifier = verifier_for(cpu_share() if processes.num_processes > 1 else 0, p.verifier, p.ray_address,
+                            p.verifier_mode)
     if processes.num_processes > 1:
         print(f"process {processes.process_index}/{processes.num_processes}: verifies its own completions "
               f"({verifier.backend}, {verifier.workers} workers)", flush=True)

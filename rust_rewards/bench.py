@@ -4,11 +4,13 @@ Naive (as the published Rust-GRPO projects do it): for each completion and each 
 reward functions, a fresh temporary crate and one cold ``cargo build`` / ``cargo clippy`` / ``cargo test``,
 one after another, no cache, no sandbox. It uses the same crate layout as ours so that verdicts compare.
 
-Ours: one ``Verifier`` (all cores, fresh cache, sandbox on) over the same completions.
+Ours: one ``Verifier`` (all cores, fresh cache, sandbox on) over the same completions, in today's ``direct``
+mode and in ``batch`` mode (a batch's completions compiled together, ``rust_rewards.batch``), with how many
+completions batch mode verified one by one and why.
 
 Two workloads: every completion of the corpus once (all distinct), and a GRPO-shaped batch of 4 prompts x 8
-completions where a quarter of each group repeats another member exactly. Prints both throughputs, the
-ratio, and whether every verdict agrees.
+completions where a quarter of each group repeats another member exactly. Prints the three throughputs, the
+ratios, and whether every verdict agrees.
 
     python -m rust_rewards bench [--corpus benchmarks/corpus] [--workers N]
 """
@@ -34,6 +36,7 @@ from rust_rewards.report import Report
 from rust_rewards.source import count_test_fns
 from rust_rewards.toolchain import find_toolchain
 from rust_rewards.verifier import Verifier
+from rust_rewards.verify import VerifierConfig
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus"
 Verdict = tuple
@@ -105,31 +108,42 @@ def report_verdict(r: Report) -> Verdict:
     return verdict_tuple(r.has_code, r.build_ok, tuple(sorted(r.clippy_warnings)), tests)
 
 
+def _verify(items: list[tuple[str, str]], workers: int | None, mode: str) -> tuple[float, list[Report], Verifier]:
+    verifier = Verifier(VerifierConfig(mode=mode), workers=workers)
+    start = time.perf_counter()
+    reports = verifier.verify_many([text for _name, text in items])
+    seconds = time.perf_counter() - start
+    verifier.close()
+    return seconds, reports, verifier
+
+
 def _measure(items: list[tuple[str, str]], workers: int | None, repeats: int) -> dict:
-    """Naive and ours alternately, ``repeats`` times each; medians of the wall-clock times."""
-    naive_times, ours_times = [], []
+    """Naive, direct and batch alternately, ``repeats`` times each; medians of the wall-clock times."""
+    times: dict[str, list[float]] = {"naive": [], "ours": [], "batch": []}
     for _ in range(repeats):
         start = time.perf_counter()
         naive = [naive_verdict(text) for _name, text in items]
-        naive_times.append(time.perf_counter() - start)
-        verifier = Verifier(workers=workers)
-        start = time.perf_counter()
-        reports = verifier.verify_many([text for _name, text in items])
-        ours_times.append(time.perf_counter() - start)
-        verifier.close()
+        times["naive"].append(time.perf_counter() - start)
+        seconds, reports, _ = _verify(items, workers, "direct")
+        times["ours"].append(seconds)
+        seconds, batch_reports, batch = _verify(items, workers, "batch")
+        times["batch"].append(seconds)
     ours = [report_verdict(r) for r in reports]
-    naive_s, ours_s = statistics.median(naive_times), statistics.median(ours_times)
-    pairs = list(zip(items, naive, ours, strict=True))
+    batched = [report_verdict(r) for r in batch_reports]
+    median = {label: statistics.median(values) for label, values in times.items()}
+    pairs = list(zip(items, naive, ours, batched, strict=True))
     return {
         "completions": len(items),
         "repeats": repeats,
-        "naive_per_s": len(items) / naive_s,
-        "ours_per_s": len(items) / ours_s,
-        "naive_s": naive_s,
-        "ours_s": ours_s,
-        "ratio": naive_s / ours_s,
-        "verdicts_agree": all(a == b for _, a, b in pairs),
-        "details": {name: {"naive": a, "ours": b} for (name, _), a, b in pairs if a != b},
+        **{f"{label}_s": seconds for label, seconds in median.items()},
+        **{f"{label}_per_s": len(items) / seconds for label, seconds in median.items()},
+        "ratio": median["naive"] / median["ours"],
+        "batch_ratio": median["naive"] / median["batch"],
+        "verdicts_agree": all(a == b == c for _, a, b, c in pairs),
+        "batch_matches_direct": all(r.verdict() == b.verdict() for r, b in zip(reports, batch_reports, strict=True)),
+        "batch_combined": batch.stats["combined"],
+        "batch_fallbacks": dict(batch.fallback_reasons),
+        "details": {name: {"naive": a, "ours": b, "batch": c} for (name, _), a, b, c in pairs if not a == b == c},
     }
 
 
@@ -140,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="verifier workers (default: all cores)")
     parser.add_argument("--prompts", type=int, default=4, help="GRPO-shaped batch: number of prompts")
     parser.add_argument("--group", type=int, default=8, help="GRPO-shaped batch: completions per prompt")
-    parser.add_argument("--repeats", type=int, default=1, help="alternate naive/ours this many times (medians)")
+    parser.add_argument("--repeats", type=int, default=1, help="alternate naive/direct/batch this many times (medians)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     corpus = load_corpus(args.corpus)
@@ -152,14 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     for label, items in workloads:
         res = _measure(items, args.workers, args.repeats)
         results[label] = res
-        print(f"{label:9s} n={res['completions']:3d}  naive {res['naive_per_s']:.2f}/s ({res['naive_s']:.1f} s)  "
-              f"ours {res['ours_per_s']:.2f}/s ({res['ours_s']:.1f} s)  ratio {res['ratio']:.2f}x  "
-              f"verdicts agree: {res['verdicts_agree']}", flush=True)
+        print(f"{label:9s} n={res['completions']:3d}  naive {res['naive_per_s']:.2f}/s ({res['naive_s']:.2f} s)  "
+              f"direct {res['ours_per_s']:.2f}/s ({res['ours_s']:.2f} s) ratio {res['ratio']:.2f}x  "
+              f"batch {res['batch_per_s']:.2f}/s ({res['batch_s']:.2f} s) ratio {res['batch_ratio']:.2f}x  "
+              f"verdicts agree: {res['verdicts_agree'] and res['batch_matches_direct']}", flush=True)
+        fallbacks = sum(res["batch_fallbacks"].values())
+        print(f"{'':9s} batch: {res['batch_combined']} combined, {fallbacks} one by one "
+              f"{res['batch_fallbacks'] or ''}", flush=True)
         for name, d in res["details"].items():
-            print(f"  DISAGREE {name}: naive={d['naive']} ours={d['ours']}")
+            print(f"  DISAGREE {name}: naive={d['naive']} direct={d['ours']} batch={d['batch']}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=list))
-    return 0 if all(r["verdicts_agree"] for r in results.values()) else 1
+    return 0 if all(r["verdicts_agree"] and r["batch_matches_direct"] for r in results.values()) else 1
 
 
 if __name__ == "__main__":

@@ -128,10 +128,7 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayou
             integration.insert(0, f"tests/{module}.rs")
             names.insert(0, test_paths(hidden.text))
         else:
-            body = "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + hidden.text.rstrip() + "\n"
-            own = ("hidden_main",) if hidden.shape == "main" else test_paths(hidden.text)
-            if hidden.shape == "main":
-                body += _MAIN_WRAPPER
+            body, own = hidden_module_source(hidden)
             (src / f"{module}.rs").write_text(body)
             names = [tuple(f"{module}::{name}" for name in own)]
     (root / "Cargo.toml").write_text(_cargo_toml(package, lib_name, edition, tuple(integration)))
@@ -140,12 +137,26 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayou
     return layout
 
 
+def hidden_module_source(hidden: HiddenTests) -> tuple[str, tuple[str, ...]]:
+    """The hidden module's source for unit/main shapes, and its tests' libtest names inside that module."""
+    body = "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + hidden.text.rstrip() + "\n"
+    if hidden.shape == "main":
+        return body + _MAIN_WRAPPER, ("hidden_main",)
+    return body, test_paths(hidden.text)
+
+
+def lib_source(code: str, hidden_module: str | None) -> str:
+    """The model's code as a module's source, plus the hook that declares the hidden module (if any)."""
+    lib = code.rstrip() + "\n"
+    if hidden_module is not None:
+        lib += f'\n#[cfg(test)]\n#[path = "{hidden_module}.rs"]\nmod {hidden_module};\n'
+    return lib
+
+
 def rewrite_lib(layout: CrateLayout, code: str, *, hidden_hook: bool = True) -> None:
     """Replace the model's code in ``src/lib.rs``, with or without the hidden-test hook."""
-    lib = code.rstrip() + "\n"
-    if layout.hidden_in_lib and hidden_hook:
-        lib += f'\n#[cfg(test)]\n#[path = "{layout.hidden_module}.rs"]\nmod {layout.hidden_module};\n'
-    (layout.root / "src" / "lib.rs").write_text(lib)
+    module = layout.hidden_module if layout.hidden_in_lib and hidden_hook else None
+    (layout.root / "src" / "lib.rs").write_text(lib_source(code, module))
 
 
 def remove_hidden_sources(layout: CrateLayout) -> None:

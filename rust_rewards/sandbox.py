@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -303,12 +304,29 @@ def _spawn(cmd: list[str], *, crate: Path, env: dict[str, str], user: int | None
     )
     timed_out = False
     try:
-        proc.wait(timeout=wall)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not _exits_within(proc, wall)
     finally:
         _kill_group(proc)
     return (proc.returncode if proc.returncode is not None else -signal.SIGKILL), timed_out
+
+
+def _exits_within(proc: subprocess.Popen, wall: float) -> bool:
+    """Wait up to ``wall`` seconds for ``proc`` to exit. A pidfd wakes up the moment it does (``Popen.wait``
+    with a timeout polls with growing sleeps: a sandbox call running a 7 ms step took 34 ms instead of 22)."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout=wall)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()  # not select.select: descriptors above 1023 are fine
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(wall * 1000))
+    finally:
+        os.close(pidfd)
 
 
 _TOOL_FAILED = (125, 126, 127)

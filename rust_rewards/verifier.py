@@ -1,19 +1,23 @@
 """Score many completions at once: a worker pool, deduplication, a content-hash cache and async access.
 
 Every reward function of a GRPO step asks for the same completions; the first call verifies them and the
-others read the cache, so six reward functions cost one verification per distinct piece of code.
+others read the cache, so six reward functions cost one verification per distinct piece of code. With
+``VerifierConfig(mode="batch")`` a batch's distinct completions are split into one share per worker and each
+share is verified together (``rust_rewards.batch``); completions that cannot share a crate run one by one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import tempfile
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
+from rust_rewards.batch import blocker, verify_batch
 from rust_rewards.cpus import usable_cpus
 from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
@@ -22,6 +26,10 @@ from rust_rewards.toolchain import find_toolchain
 from rust_rewards.verify import VerifierConfig, check_workdir, code_hash, verify_code
 
 Progress = Callable[[int, int], None] | bool | None
+MIN_COMBINED = 0.1
+"""Batch mode: below this recent share of completions verified combined, batches are verified one by one..."""
+PROBE_EVERY = 4
+"""... except every ``PROBE_EVERY``-th batch, which tries combining again (the policy moves only speed)."""
 
 
 class Verifier:
@@ -40,22 +48,54 @@ class Verifier:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Report] = OrderedDict()
         self._inflight: dict[str, Future[Report]] = {}
-        self.stats = {"requested": 0, "verified": 0, "cache_hits": 0}
+        self.stats = {"requested": 0, "verified": 0, "cache_hits": 0, "combined": 0, "fallback": 0,
+                      "uncombined_batches": 0}
+        self.fallback_reasons: Counter[str] = Counter()
+        """Batch mode: why completions were verified one by one instead of in a shared crate."""
+        self._combined_rate = 1.0  # batch mode: moving average of the share of a batch verified combined
 
-    def _with_slot(self, code: str, hidden: HiddenTests | None) -> Report:
+    def _take_slot(self) -> int:
         with self._slot_free:
             while not self._slots:
                 self._slot_free.wait()
-            slot = self._slots.pop()
+            return self._slots.pop()
+
+    def _give_slot(self, slot: int) -> None:
+        with self._slot_free:
+            self._slots.append(slot)
+            self._slot_free.notify()
+
+    def _failed(self, code: str, exc: Exception) -> Report:
+        return Report(has_code=bool(code.strip()), internal_error=f"{type(exc).__name__}: {exc}",
+                      mode=self.config.mode)
+
+    def _with_slot(self, code: str, hidden: HiddenTests | None) -> Report:
+        slot = self._take_slot()
         try:
             return verify_code(code, hidden, self.config, slot=slot)
         except Exception as exc:  # noqa: BLE001 - a crash must become a failed report, never reach the trainer
-            return Report(has_code=bool(code.strip()), internal_error=f"{type(exc).__name__}: {exc}",
-                          mode=self.config.mode)
+            return self._failed(code, exc)
         finally:
-            with self._slot_free:
-                self._slots.append(slot)
-                self._slot_free.notify()
+            self._give_slot(slot)
+
+    def _batch_with_slot(self, share: list[tuple[str, HiddenTests | None, Future[Report]]]) -> None:
+        """Verify one worker's share of a batch together and resolve its futures."""
+        slot = self._take_slot()
+        try:
+            result = verify_batch([(code, hidden) for code, hidden, _ in share], self.config, slot=slot)
+            with self._lock:
+                self._combined_rate = (self._combined_rate + result.combined / len(share)) / 2
+                self.stats["combined"] += result.combined
+                self.stats["fallback"] += sum(result.fallbacks.values())
+                self.fallback_reasons.update(result.fallbacks)
+            for (_, _, future), report in zip(share, result.reports, strict=True):
+                future.set_result(report)
+        except Exception as exc:  # noqa: BLE001 - a crash must become failed reports, never reach the trainer
+            for code, _, future in share:
+                if not future.done():
+                    future.set_result(self._failed(code, exc))
+        finally:
+            self._give_slot(slot)
 
     def submit(self, completion: Any, hidden: HiddenTests | None = None, raw_code: bool = False) -> Future[Report]:
         """Start (or join) the verification of one completion and return its future."""
@@ -119,9 +159,58 @@ class Verifier:
         hidden = list(hidden) if hidden is not None else [None] * len(completions)
         if len(hidden) != len(completions):
             raise ValueError(f"{len(completions)} completions but {len(hidden)} hidden-test entries")
-        futures = [self.submit(c, h, raw_code) for c, h in zip(completions, hidden, strict=True)]
+        futures = self.submit_many(completions, hidden, raw_code)
         _follow(futures, progress)
         return [f.result() for f in futures]
+
+    def _skip_combining(self) -> bool:
+        """Whether to verify this batch one by one: recent batches mostly failed to compile (combining them costs
+        more than it saves), and this is not a batch that probes whether that changed."""
+        with self._lock:
+            if self._combined_rate >= MIN_COMBINED:
+                return False
+            self.stats["uncombined_batches"] += 1
+            return self.stats["uncombined_batches"] % PROBE_EVERY != 0
+
+    def submit_many(self, completions: Sequence[Any], hidden: Sequence[HiddenTests | None],
+                    raw_code: bool = False) -> list[Future[Report]]:
+        """Start (or join) the verification of a batch; one future per completion, in order.
+
+        In batch mode the distinct, uncached completions that may share a crate are split round-robin into one
+        share per worker, each verified together; the others are submitted one by one. Other backends pass
+        their batches on whole (a Ray actor's local ``Verifier`` does the combining).
+        """
+        if self.config.mode != "batch" or self.backend != "local" or self._skip_combining():
+            return [self.submit(c, h, raw_code) for c, h in zip(completions, hidden, strict=True)]
+        codes = [c if raw_code else extract_rust(c) for c in completions]
+        if any(code.strip() for code in codes):
+            self._preflight()
+        futures: list[Future[Report] | None] = []
+        share: list[tuple[str, HiddenTests | None, Future[Report]]] = []
+        seen: set[str] = set()
+        for code, h in zip(codes, hidden, strict=True):
+            key = code_hash(code, h, self.config)
+            reason = blocker(code, h)
+            with self._lock:
+                known = key in self._cache or key in self._inflight or key in seen
+                seen.add(key)
+                fresh = reason is None and not known
+                if reason not in (None, "no code") and not known:
+                    self.stats["fallback"] += 1
+                    self.fallback_reasons[reason] += 1
+                if fresh:
+                    future: Future[Report] = Future()
+                    self._inflight[key] = future
+                    self.stats["requested"] += 1
+                    self.stats["verified"] += 1
+            if fresh:
+                future.add_done_callback(lambda f, k=key: self._store(k, f))
+                share.append((code, h, future))
+            futures.append(future if fresh else None)
+        for i in range(min(self.workers, len(share))):
+            self._pool.submit(self._batch_with_slot, share[i :: self.workers])
+        return [self.submit(code, h, raw_code=True) if f is None else f
+                for f, code, h in zip(futures, codes, hidden, strict=True)]
 
     async def averify_many(
         self,
@@ -131,7 +220,7 @@ class Verifier:
     ) -> list[Report]:
         """The async twin of ``verify_many`` (for TRL's concurrent ``async def`` reward functions)."""
         hidden = list(hidden) if hidden is not None else [None] * len(completions)
-        futures = [asyncio.wrap_future(self.submit(c, h, raw_code)) for c, h in zip(completions, hidden, strict=True)]
+        futures = [asyncio.wrap_future(f) for f in self.submit_many(completions, hidden, raw_code)]
         return list(await asyncio.gather(*futures))
 
     def close(self) -> None:
@@ -199,10 +288,15 @@ def configure_verifier(config: VerifierConfig | None = None, workers: int | None
         return _DEFAULT
 
 
-def verifier_for(workers: int = 0, backend: str = "local", ray_address: str = "auto") -> Verifier:
+def verifier_for(workers: int = 0, backend: str = "local", ray_address: str = "auto",
+                 mode: str | None = None) -> Verifier:
     """The process-wide verifier a run's flags ask for: the current one when it matches (``workers`` 0 = any
-    count), else a new one (``configure_verifier``) with the current one's config."""
+    count, ``mode`` None = any), else a new one (``configure_verifier``) with the current one's config and
+    ``mode``."""
     current = get_verifier() if backend == "local" else _DEFAULT
-    if current is not None and current.backend == backend and workers in (0, current.workers):
+    if (current is not None and current.backend == backend and workers in (0, current.workers)
+            and mode in (None, current.config.mode)):
         return current
-    return configure_verifier(current.config if current else None, workers or None, backend, ray_address)
+    config = current.config if current else VerifierConfig()
+    return configure_verifier(dataclasses.replace(config, mode=mode or config.mode), workers or None, backend,
+                              ray_address)

@@ -35,7 +35,9 @@ from rust_rewards.source import analyse, strip_test_code
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import Toolchain, find_toolchain, shared_toolchain
 
-MODES = ("direct", "cargo")
+MODES = ("direct", "cargo", "batch")
+"""``batch`` verifies ``Verifier.verify_many`` batches together (``rust_rewards.batch``); a single completion,
+and every completion that cannot share a crate, takes the ``direct`` path."""
 _TEXT_CAP = 20_000
 _DEV = ["-C", "debuginfo=0"]
 _RELEASE = ["-C", "opt-level=3", "-C", "debug-assertions=off", "-C", "overflow-checks=off"]
@@ -206,13 +208,15 @@ def _hidden_args(names: tuple[str, ...]) -> list[str]:
     return ["--exact", *names, "--include-ignored", "--test-threads=1"]
 
 
-def _run_tests(job: _Job, own: tuple[str, bool], hidden: list[tuple[str, tuple[str, ...]]]) -> dict[str, str]:
-    """Run the own-test binary (when ``own[1]``) and the hidden binaries, after deleting the hidden sources.
+def _run_tests(job: _Job, own: tuple[str, bool], hidden: list[tuple[str, tuple[str, ...]]],
+               own_filter: tuple[str, ...] = ()) -> dict[str, str]:
+    """Run the own-test binary (when ``own[1]``, with libtest filters ``own_filter``) and the hidden binaries,
+    after deleting the hidden sources.
 
     Returns each step's stdout by name (``test``, ``hidden:<i>``); a step that did not run is absent.
     """
     remove_hidden_sources(job.layout)
-    steps = [sandbox.Step("test", [own[0], *_own_test_args(job.layout)])] if own[1] else []
+    steps = [sandbox.Step("test", [own[0], *own_filter, *_own_test_args(job.layout)])] if own[1] else []
     steps += [sandbox.Step(f"hidden:{i}", [binary, *_hidden_args(names)])
               for i, (binary, names) in enumerate(hidden) if names]
     results = job.run_steps("run", steps, limits=job.config.run_limits, writable=False) if steps else {}

@@ -1,0 +1,441 @@
+"""Verify a batch together: completions that can share a crate compile as modules of ONE crate.
+
+One clippy pass and one test harness for all of them instead of one each (``direct`` mode pays a rustc
+start-up, a std metadata load and a link per completion). Each completion keeps what makes its verdict its
+own:
+
+- its code is ``src/<module>.rs``, byte for byte the ``src/lib.rs`` the direct path writes (hidden-test hook
+  included), so line numbers are its own; its hidden tests are a child module with their own random name;
+- compiler messages are split by the file of their primary span, the file name put back to ``src/lib.rs`` and
+  rustc's once-per-compilation lint notes put back where a crate of its own shows them, then parsed exactly as
+  the direct path parses its own passes (same flags: the passes mirror ``verify._verify_direct``);
+- its tests run in their own sandbox call (libtest filtered by its module path, hidden tests by exact name),
+  after all sources are deleted: a panic, endless loop, exit or memory blow-up of one cannot reach another.
+
+Combining is only an optimisation. A completion takes the direct path (``verify_code``) when anything could make its
+verdict depend on the crate it shares (``blocker``: inner attributes, ``extern``, ``crate::`` or ``super::`` paths
+out of its module, exported macros, ``fn main``, trait impls for types it does not define, code that can see its
+module path, thread, executable or files at run time, banned constructs, hidden tests other than unit-shaped or in
+the release profile), when a combined pass reports an error in its files or a message that names the shared crate
+(the others are compiled again without it, up to ``MAX_ROUNDS`` times; after a lexer or parser error, which stops
+rustc at the first such file, rustfmt screens every file first), and when its hidden run looks forged. A message
+that belongs to no completion, or a compile timeout, sends the whole group to the direct path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rust_rewards import sandbox
+from rust_rewards.crate import CrateLayout, hidden_module_source, lib_source
+from rust_rewards.diagnostics import CompileOutcome, parse_compiler
+from rust_rewards.report import Report, SourceFacts
+from rust_rewards.source import HIDDEN_PREFIX, Token, analyse, tokenize
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.toolchain import find_toolchain, shared_toolchain
+from rust_rewards.verify import (
+    _DEV,
+    VerifierConfig,
+    _hidden_counts,
+    _Job,
+    _own_counts,
+    _report,
+    _run_tests,
+    _rustc_base,
+    check_workdir,
+    code_hash,
+    verify_code,
+)
+
+MAX_ROUNDS = 3
+"""Combined compiles per group before the completions still failing take the direct path."""
+
+_RUNTIME_SENSITIVE = frozenset({
+    "unsafe", "asm", "global_asm", "fs", "File", "OpenOptions", "Path", "PathBuf", "read_dir",
+    "current_exe", "args", "args_os", "env", "os", "net", "process", "Command", "thread", "module_path",
+    "type_name", "type_name_of_val", "TypeId", "type_id", "caller", "track_caller", "Backtrace", "set_hook",
+    "take_hook", "stdout", "stderr",
+})
+"""Identifiers through which code can observe its module path, thread name, executable, files or process:
+their results differ between a crate of its own and a shared one."""
+_CRATE_MACROS = frozenset({"macro_export", "macro_use"})
+_TYPE_KEYWORDS = frozenset({"struct", "enum", "union", "type", "trait"})
+_NOT_SELF_TYPE = frozenset({"&", "mut", "dyn", "(", "[", "*", "const"})
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Reports in input order, how many were verified in a shared crate, and why the others were not."""
+
+    reports: list[Report]
+    combined: int
+    fallbacks: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class _Member:
+    index: int
+    code: str
+    hidden: HiddenTests | None
+    facts: SourceFacts
+    module: str
+    hidden_module: str
+    hidden_tests: tuple[str, ...]
+
+    @property
+    def file(self) -> str:
+        return f"src/{self.module}.rs"
+
+
+def blocker(code: str, hidden: HiddenTests | None, facts: SourceFacts | None = None) -> str | None:
+    """Why this completion must not share a crate (``None``: it may)."""
+    facts = facts if facts is not None else analyse(code)
+    if not code.strip():
+        return "no code"
+    if facts.forbidden:
+        return "banned construct"
+    if hidden is not None:
+        if hidden.shape != "unit":
+            return f"{hidden.shape}-shaped hidden tests"
+        if hidden.extra_files:
+            return "extra crate files"
+        if hidden.edition == "2015":
+            return "edition 2015"
+        if hidden.release:
+            return "release profile"  # optimised code generation may differ with the crate around it
+    for text, depth in ((code, 0), *(((hidden.text, 1),) if hidden is not None else ())):
+        reason = _source_blocker(tokenize(text), depth)
+        if reason:
+            return reason
+    return None
+
+
+def _source_blocker(tokens: list[Token], depth: int) -> str | None:
+    """What in these tokens could depend on the crate around them; ``depth``: modules above the source's own."""
+    local = {tokens[i + 1].text for i, t in enumerate(tokens[:-1]) if t.text in _TYPE_KEYWORDS}
+    mods: list[bool] = []
+    in_use = False
+    for i, tok in enumerate(tokens):
+        prev = tokens[i - 1].text if i else ""
+        nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
+        in_use = tok.text == "use" or (in_use and tok.text != ";")
+        if tok.text == "{":
+            mods.append(i >= 2 and tokens[i - 2].text == "mod")
+        elif tok.text == "}" and mods:
+            mods.pop()
+        elif tok.text == "#" and nxt == "!":
+            return "inner attribute"
+        elif tok.kind != "ident":
+            continue
+        elif tok.text == "crate":
+            return "crate path"
+        elif tok.text == "extern":
+            return "extern crate or block"
+        elif tok.text in _CRATE_MACROS:
+            return "exported macro"
+        elif tok.text == "main" and prev == "fn":
+            return "fn main"
+        elif tok.text in _RUNTIME_SENSITIVE or (tok.text in ("file", "line", "column") and nxt == "!"):
+            return "run-time introspection"
+        elif tok.text == "super" and ((in_use and prev in ("{", ","))
+                                      or (prev == "::" and tokens[i - 2].text != "super")
+                                      or (prev != "::" and _super_chain(tokens, i) > depth + sum(mods))):
+            return "super path out of its module"  # climbs above its own module, or not only from the start
+        elif tok.text == "impl" and prev in ("", ";", "{", "}", "]") and not _impl_for_local(tokens, i, local):
+            return "trait impl for a type it does not define"
+    return None
+
+
+def _super_chain(tokens: list[Token], i: int) -> int:
+    """How many ``super`` segments the path starting at ``i`` climbs."""
+    count = 0
+    while i < len(tokens) and tokens[i].text == "super":
+        count += 1
+        if i + 2 < len(tokens) and tokens[i + 1].text == "::":
+            i += 2
+        else:
+            break
+    return count
+
+
+def _impl_for_local(tokens: list[Token], i: int, local: set[str]) -> bool:
+    """Whether the impl block at ``i`` is inherent or implements a trait for a type defined in this source."""
+    angle = 0
+    for j in range(i + 1, len(tokens)):
+        text = tokens[j].text
+        if angle == 0 and text in ("{", ";", "where"):
+            return True
+        angle += (text == "<") - (text == ">")
+        if angle == 0 and text == "for" and j + 1 < len(tokens) and tokens[j + 1].text != "<":
+            k = j + 1
+            while k < len(tokens) and (tokens[k].text in _NOT_SELF_TYPE or tokens[k].kind == "lifetime"):
+                k += 1
+            return k < len(tokens) and tokens[k].text in local
+    return True
+
+
+def _group_key(member: _Member) -> tuple:
+    """Completions compiled together must need the same passes with the same flags."""
+    hidden = member.hidden
+    return (hidden.crate_name if hidden else "solution", hidden.edition if hidden else "2021",
+            bool(member.facts.test_fns or hidden))
+
+
+def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierConfig, slot: int = 0) -> BatchResult:
+    """Verify ``(code, hidden)`` pairs (extracted, distinct): combined where safe, else one by one."""
+    prefix = f"{HIDDEN_PREFIX}_m{secrets.token_hex(6)}"
+    reports: dict[int, Report] = {}
+    fallback: dict[int, str] = {}
+    groups: dict[tuple, list[_Member]] = {}
+    for index, (code, hidden) in enumerate(items):
+        facts = analyse(code)
+        reason = blocker(code, hidden, facts)
+        if reason:
+            fallback[index] = reason
+            continue
+        hidden_module = f"{HIDDEN_PREFIX}_hidden_{secrets.token_hex(8)}"
+        tests = hidden_module_source(hidden)[1] if hidden is not None else ()
+        member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, tests)
+        groups.setdefault(_group_key(member), []).append(member)
+    for members in groups.values():
+        done, failed = _combine(members, prefix, config, slot)
+        reports.update(done)
+        fallback.update(failed)
+    for index in fallback:
+        code, hidden = items[index]
+        reports[index] = verify_code(code, hidden, config, slot)
+    counted = Counter(reason for reason in fallback.values() if reason != "no code")
+    return BatchResult([reports[i] for i in range(len(items))], len(items) - len(fallback), counted)
+
+
+def _combine(members: list[_Member], prefix: str, config: VerifierConfig,
+             slot: int) -> tuple[dict[int, Report], dict[int, str]]:
+    """Compile ``members`` together (dropping the ones a pass rejects) and run each one's tests on its own."""
+    failed: dict[int, str] = {}
+    tc = find_toolchain()
+    iso = sandbox.detect_isolation()
+    if iso.drop_uid:
+        tc = shared_toolchain(tc)
+        check_workdir(config.workdir or tempfile.gettempdir())
+    screen = False
+    for _round in range(MAX_ROUNDS):
+        if len(members) < 2:
+            reason = "alone"
+            break
+        base = Path(tempfile.mkdtemp(prefix="rr-batch-", dir=config.workdir))
+        try:
+            base.chmod(0o755)
+            job = _compile_job(base, members, tc, config, slot)
+            if screen:
+                # The last round failed to parse somewhere: drop every file that does not parse before compiling.
+                unparsed = _syntax_screen(job, members)
+                failed.update((m.index, "syntax error") for m in members if m.file in unparsed)
+                members = [m for m in members if m.file not in unparsed]
+                if len(members) < 2:
+                    reason = "alone"
+                    break
+                _write_lib(job.layout.root, members)
+            compiled = _compile(job, members, prefix)
+            if isinstance(compiled, str):
+                failed.update((m.index, compiled) for m in members)
+                return {}, failed
+            rejected = {m.index: outcome for m, outcome in compiled.items() if isinstance(outcome, str)}
+            if not rejected:
+                shutil.rmtree(job.layout.root / "src")
+                reports = {m.index: _run_member(job, m, compiled[m], len(members), iso.layers)
+                           for m in members}
+                for m in members:
+                    if reports[m.index].forged:
+                        failed[m.index] = "forged hidden output"
+                return {i: r for i, r in reports.items() if i not in failed}, failed
+            failed.update(rejected)
+            if 2 * len(rejected) > len(members):
+                reason = "most of its share failed to compile"  # another round would likely be wasted
+                members = [m for m in members if m.index not in rejected]
+                break
+            members = [m for m in members if m.index not in rejected]
+            screen = "syntax error" in rejected.values()
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    else:
+        reason = f"still rejecting after {MAX_ROUNDS} combined compiles"
+    failed.update((m.index, reason) for m in members)
+    return {}, failed
+
+
+def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig, slot: int) -> _Job:
+    """Write the shared crate: ``src/lib.rs`` declares one public module per member."""
+    root = base / "crate"
+    src = root / "src"
+    src.mkdir(parents=True)
+    (root / "target").mkdir()
+    for m in members:
+        (src / f"{m.module}.rs").write_text(lib_source(m.code, m.hidden_module if m.hidden else None))
+        if m.hidden is not None:
+            (src / f"{m.hidden_module}.rs").write_text(hidden_module_source(m.hidden)[0])
+    _write_lib(root, members)
+    hidden = members[0].hidden
+    name = (hidden.crate_name if hidden else "solution").replace("-", "_")
+    layout = CrateLayout(root, name, name, hidden.edition if hidden else "2021", None, (), "", ())
+    sandbox.prepare_dir(root, slot)
+    return _Job(layout, tc, config, slot, base / "logs")
+
+
+def _write_lib(root: Path, members: list[_Member]) -> None:
+    (root / "src" / "lib.rs").write_text("".join(f"pub mod {m.module};\n" for m in members))
+
+
+def _compile(job: _Job, members: list[_Member], prefix: str) -> str | dict[_Member, CompileOutcome | str]:
+    """The shared clippy pass (and test harness): each member's outcome, or why it was rejected; a string
+    alone when the group cannot be judged (a timeout, a message or failure that belongs to no member).
+    ``prefix`` starts every member's module name: a message that still names one after the member's own
+    file is renamed depends on the shared crate (e.g. a type printed with its module path)."""
+    name, tc = job.layout.lib_name, job.tc
+    harness = _group_key(members[0])[2]
+    emit = "metadata" if harness else "link"
+    build = sandbox.Step("build", [
+        *_rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+        f"--emit={emit}", *_DEV, "-o", f"target/lib{name}.r{'meta' if harness else 'lib'}",
+    ])
+    test = sandbox.Step("test_compile", [
+        *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *_DEV,
+        "-C", "link-dead-code", "-C", "prefer-dynamic", "-o", f"target/{name}-test",
+    ], stop_unless_ok=True)
+    # The harness first: it meets the library's hard errors as well as the tests', so a failing round ends there.
+    steps = [test, build] if harness else [build]
+    results = job.run_steps("compile", steps, limits=job.config.compile_limits)
+    if any(r.timed_out for r in results.values()):
+        return "compile timeout"
+    passes: dict[str, dict[_Member, list[str]]] = {}
+    for step, result in results.items():
+        split = _split_diagnostics(result.stderr, members)
+        if split is None:
+            return "message outside every completion"
+        notes = {code: note for lines in split.values() for line in lines
+                 for note, code in _LINT_NOTE.findall(json.loads(line).get("rendered") or "")}
+        passes[step] = {m: _once_notes(lines, notes) for m, lines in split.items()}
+    outcomes: dict[_Member, CompileOutcome | str] = {}
+    for m in members:
+        lines = [line for split in passes.values() for line in split[m]]
+        errors = {kind for line in lines if (kind := _error_kind(line))}
+        if errors:
+            outcomes[m] = "syntax error" if "syntax error" in errors else "compile error"
+        elif any(prefix in line for line in lines):
+            outcomes[m] = "message names the shared crate"
+        elif "build" not in passes:
+            outcomes[m] = CompileOutcome()  # the harness failed elsewhere: this round is compiled again
+        else:  # as the direct path merges them: the library pass, then the harness
+            outcome = parse_compiler("\n".join(passes["build"][m]))
+            if "test_compile" in passes:
+                outcome = outcome.merged(parse_compiler("\n".join(passes["test_compile"][m]), clippy_pass=False))
+            outcomes[m] = outcome
+    lint_failed = any(o.clippy_errors for o in outcomes.values() if not isinstance(o, str))
+    failed = [name for name, r in results.items() if r.returncode != 0 and not (name == "build" and lint_failed)]
+    if failed and not {"compile error", "syntax error"} & set(outcomes.values()):
+        return "compile failed without a message"
+    return outcomes
+
+
+_LEXER_ERRORS = frozenset({"E0748", "E0758", "E0762", "E0763", "E0765", "E0766"})
+"""Unterminated raw strings, comments, characters, byte literals, strings and byte strings."""
+_SYNTAX_ERROR = re.compile(r"^error(?:\[\w+\])?: .*\n\s*--> (?:\S*/)?(src/[^:\s/]+\.rs):", re.MULTILINE)
+_RUNNING = re.compile(r"^running (\d+) tests?$", re.MULTILINE)
+_FILTERED = re.compile(r"^(test result: .*; )\d+ filtered out;", re.MULTILINE)
+_LINT_NOTE = re.compile(r"^(  = note: `#\[\w+\((clippy::\w+)\)\]` on by default)$", re.MULTILINE)
+
+
+def _once_notes(lines: list[str], notes: dict[str, str]) -> list[str]:
+    """Put back rustc's once-per-compilation note (`#[warn(clippy::x)]` on by default) as a crate of the
+    member's own would show it: on the first message of each lint, never on a later one. ``notes``: each
+    lint's note line, as seen in the shared compilation."""
+    seen: set[str] = set()
+    fixed = []
+    for line in lines:
+        diag = json.loads(line)
+        code = (diag.get("code") or {}).get("code") or ""
+        rendered = diag.get("rendered") or ""
+        if code in notes:
+            own = re.sub(rf"^  = note: `#\[\w+\({code}\)\]` on by default\n", "", rendered, flags=re.MULTILINE)
+            if code not in seen and "the lint level is defined here" not in own:
+                url = re.search(rf"^  = help: for further information visit \S+#{code.removeprefix('clippy::')}\n",
+                                own, flags=re.MULTILINE)
+                if url is None:
+                    return [*lines, '{"level": "error", "message": "lint note out of place"}']
+                own = own[: url.end()] + notes[code] + "\n" + own[url.end() :]
+            seen.add(code)
+            line = json.dumps({**diag, "rendered": own})
+        fixed.append(line)
+    return fixed
+
+
+def _error_kind(line: str) -> str | None:
+    """``syntax error`` (no error code, or a lexer one: rustc may have stopped at the first such file),
+    ``compile error``, or ``None`` for anything else (warnings; deny-level clippy lints do not fail the build)."""
+    diag = json.loads(line)
+    code = (diag.get("code") or {}).get("code") or ""
+    if not diag.get("level", "").startswith("error") or code.startswith("clippy::"):
+        return None
+    return "syntax error" if not code or code in _LEXER_ERRORS else "compile error"
+
+
+def _syntax_screen(job: _Job, members: list[_Member]) -> set[str]:
+    """The member files that rustfmt cannot parse (one process each: it also stops at the first such file)."""
+    rustfmt = job.tc.bin_dir / "rustfmt"
+    if not rustfmt.exists():
+        return set()
+    steps = [sandbox.Step(f"syntax:{i}", [str(rustfmt), "--check", "--edition", job.layout.edition, "--color",
+                                          "never", m.file]) for i, m in enumerate(members)]
+    results = job.run_steps("syntax", steps, limits=job.config.compile_limits)
+    return {file for r in results.values() if not r.timed_out for file in _SYNTAX_ERROR.findall(r.stderr)}
+
+
+def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, list[str]] | None:
+    """A pass's JSON messages by the member whose file holds the primary span, the member's module file
+    renamed to ``src/lib.rs`` (as the direct path sees it); ``None`` when a message belongs to no member."""
+    owner = {m.file: m for m in members} | {f"src/{m.hidden_module}.rs": m for m in members if m.hidden}
+    split: dict[_Member, list[str]] = {m: [] for m in members}
+    for line in stderr.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            diag = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        message = diag.get("message", "")
+        if not diag.get("spans") and (diag.get("level") not in ("error", "warning")
+                                      or message.startswith("aborting due to") or message.endswith("emitted")):
+            continue  # summaries and notes, as the direct path's parser skips them
+        files = [s.get("file_name") for s in diag.get("spans") or [] if s.get("is_primary")]
+        member = owner.get(files[0]) if files else None
+        if member is None:
+            return None
+        split[member].append(line.replace(member.file, "src/lib.rs"))
+    return split
+
+
+def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
+    """Run one member's own and hidden tests in its own sandbox call (sources already deleted); its report."""
+    inner = f"{m.module}::{m.hidden_module}"
+    names = (tuple(f"{inner}::{t}" for t in m.hidden_tests),) if m.hidden is not None else ()
+    layout = replace(job.layout, hidden=m.hidden, hidden_module=inner, hidden_names=names)
+    mine = _Job(layout, job.tc, job.config, job.slot, job.logs / m.module,
+                durations={k: v / size for k, v in job.durations.items()})
+    binary = f"target/{layout.lib_name}-test"
+    own_expected = len(m.facts.test_fns)
+    ran = _run_tests(mine, (binary, bool(own_expected)), [(binary, n) for n in names], own_filter=(f"{m.module}::",))
+    own = _own_counts(ran, own_expected, compiled=True, timed_out="test" in mine.timed_out)
+    hidden = _hidden_counts(mine, ran, True) if m.hidden is not None else None
+    # The test output as the member's own binary prints it: its paths, and the counts its filters leave out.
+    running = _RUNNING.search(ran.get("test", ""))
+    filtered = {"test": len(m.hidden_tests), "hidden:0": int(running.group(1)) if running else own_expected}
+    mine.outputs = [_FILTERED.sub(rf"\g<1>{filtered[name]} filtered out;", out)
+                    .replace(f"{m.module}::", "").replace(m.file, "src/lib.rs") for name, out in ran.items()]
+    report = _report(mine, m.facts, True, outcome, own, hidden)
+    return replace(report, code_hash=code_hash(m.code, m.hidden, job.config), isolation=layers)
