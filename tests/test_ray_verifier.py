@@ -70,11 +70,8 @@ def corpus_with_hidden() -> tuple[list[str], list[HiddenTests | None]]:
     """The benchmark corpus (no hidden tests) plus the forgery corpus's controls and attacks with theirs."""
     texts = [text for _, text in load_corpus(DEFAULT_CORPUS)]
     hidden: list[HiddenTests | None] = [None] * len(texts)
-    for name in ("honest_right", "honest_wrong", "nested_module", "exit_in_hidden_name"):
-        path = FORGERY / f"{name}.rs"
-        if not path.exists():
-            continue
-        source = path.read_text()
+    for name in ("honest_right", "honest_wrong", "nested_module", "exit_in_hidden_named_fn"):
+        source = (FORGERY / f"{name}.rs").read_text()
         shape = source.split("// hidden: ", 1)[1].split()[0]
         texts.append(f"```rust\n{source}\n```")
         hidden.append(HiddenTests((FORGERY / "hidden" / f"{shape}.rs").read_text(), shape=shape))
