@@ -425,12 +425,9 @@ def vllm_kwargs(params: TrainParams) -> dict[str, Any]:
 
 
 @app.function
-def grpo_config(params: TrainParams, weights: Sequence[float]):
-    """TRL's ``GRPOConfig`` for resolved params."""
-    from trl import GRPOConfig
-
-    p = params
-    return GRPOConfig(
+def trainer_args(p: TrainParams) -> dict[str, Any]:
+    """The ``TrainingArguments`` both stages share: optimizer, schedule, precision, device, checkpoints, logging."""
+    return dict(
         output_dir=p.output_dir,
         run_name=p.run_name,
         max_steps=p.max_steps,
@@ -441,16 +438,6 @@ def grpo_config(params: TrainParams, weights: Sequence[float]):
         weight_decay=p.weight_decay,
         adam_beta2=p.adam_beta2,
         max_grad_norm=p.max_grad_norm,
-        beta=p.beta,
-        loss_type=p.loss_type,
-        scale_rewards=p.scale_rewards,
-        num_generations=p.num_generations,
-        max_completion_length=p.max_completion_length,
-        temperature=p.temperature,
-        top_p=p.top_p,
-        per_device_train_batch_size=p.per_device_train_batch_size,
-        gradient_accumulation_steps=p.gradient_accumulation_steps,
-        reward_weights=list(weights),
         bf16=p.bf16,
         use_cpu=p.use_cpu,
         gradient_checkpointing=p.gradient_checkpointing,
@@ -461,8 +448,51 @@ def grpo_config(params: TrainParams, weights: Sequence[float]):
         logging_steps=p.logging_steps,
         report_to=["wandb"] if p.wandb else "none",
         disable_tqdm=True,
-        log_completions=False,
         seed=p.seed,
+    )
+
+
+@app.function
+def run_callbacks(p: TrainParams, log: Any, progress: Callable[[int, int, dict[str, Any]], None] | None) -> list[Any]:
+    """A run's callbacks: its ``metrics.jsonl`` writer, then progress lines; sets the wandb project when logging."""
+    if p.wandb:
+        os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
+    return [log] if progress is None else [log, ProgressCallback(progress)]
+
+
+@app.function
+def with_our_callbacks_first(trainer: Any) -> Any:
+    """Drop the Trainer's printer (our progress lines replace it) and move wandb's callback after ours, so the
+    metrics our callbacks add (``reward_share``, ``verify/*``) reach wandb too."""
+    from transformers import PrinterCallback
+    from transformers.integrations import WandbCallback
+
+    trainer.pop_callback(PrinterCallback)
+    wandb_callback = trainer.pop_callback(WandbCallback)
+    if wandb_callback is not None:
+        trainer.add_callback(wandb_callback)
+    return trainer
+
+
+@app.function
+def grpo_config(params: TrainParams, weights: Sequence[float]):
+    """TRL's ``GRPOConfig`` for resolved params."""
+    from trl import GRPOConfig
+
+    p = params
+    return GRPOConfig(
+        **trainer_args(p),
+        beta=p.beta,
+        loss_type=p.loss_type,
+        scale_rewards=p.scale_rewards,
+        num_generations=p.num_generations,
+        max_completion_length=p.max_completion_length,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        per_device_train_batch_size=p.per_device_train_batch_size,
+        gradient_accumulation_steps=p.gradient_accumulation_steps,
+        reward_weights=list(weights),
+        log_completions=False,
         **({"max_tool_calling_iterations": p.feedback_turns} if p.feedback_turns else {}),
         **vllm_kwargs(p),
     )
@@ -610,31 +640,11 @@ def sft_config(params: TrainParams):
 
     p = params
     return SFTConfig(
-        output_dir=p.output_dir,
-        run_name=p.run_name,
-        max_steps=p.max_steps,
-        num_train_epochs=p.num_train_epochs,
-        learning_rate=p.lr,
-        lr_scheduler_type=p.lr_scheduler_type,
-        warmup_steps=p.warmup_ratio,
-        weight_decay=p.weight_decay,
-        adam_beta2=p.adam_beta2,
-        max_grad_norm=p.max_grad_norm,
+        **trainer_args(p),
         per_device_train_batch_size=p.per_device_train_batch_size,
         gradient_accumulation_steps=p.gradient_accumulation_steps,
-        bf16=p.bf16,
-        use_cpu=p.use_cpu,
-        gradient_checkpointing=p.gradient_checkpointing,
-        model_init_kwargs={"dtype": "bfloat16" if p.bf16 else "float32"},
         completion_only_loss=True,
         max_length=None,
-        save_strategy="steps",
-        save_steps=p.save_steps,
-        save_total_limit=p.save_total_limit,
-        logging_steps=p.logging_steps,
-        report_to=["wandb"] if p.wandb else "none",
-        disable_tqdm=True,
-        seed=p.seed,
     )
 
 
@@ -653,28 +663,18 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
                       progress: Callable[[int, int, dict[str, Any]], None] | None = None):
     """The ``SFTTrainer`` of the supervised stage: same LoRA settings (or ``init_adapter``), same outputs."""
     from datasets import Dataset
-    from transformers import AutoTokenizer, PrinterCallback
-    from transformers.integrations import WandbCallback
+    from transformers import AutoTokenizer
     from trl import SFTTrainer
 
-    callbacks: list[Any] = [MetricsFileCallback(p.output_dir)]
-    if progress is not None:
-        callbacks.append(ProgressCallback(progress))
-    if p.wandb:
-        os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
     trainer = SFTTrainer(
         model=policy_model(p) if p.init_adapter else p.model,
         args=sft_config(p),
         train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
         processing_class=AutoTokenizer.from_pretrained(p.model),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=callbacks,
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress),
     )
-    trainer.pop_callback(PrinterCallback)
-    wandb_callback = trainer.pop_callback(WandbCallback)
-    if wandb_callback is not None:
-        trainer.add_callback(wandb_callback)
-    return trainer
+    return with_our_callbacks_first(trainer)
 
 
 @app.function
@@ -689,8 +689,6 @@ def build_trainer(
     Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` and the ``verify/*``
     counts reach wandb too; ``guard`` (default: from the params) stops training on internal errors.
     """
-    from transformers import PrinterCallback
-    from transformers.integrations import WandbCallback
     from trl import GRPOTrainer
 
     from rust_rewards.feedback_tool import cargo_check
@@ -698,26 +696,18 @@ def build_trainer(
     funcs, weights = select_rewards(p)
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
-    callbacks = [RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
-                                feedback=p.feedback_turns > 0)]
-    if progress is not None:
-        callbacks.append(ProgressCallback(progress))
-    if p.wandb:
-        os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
+    log = RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
+                         feedback=p.feedback_turns > 0)
     trainer = GRPOTrainer(
         model=policy_model(p) if p.init_adapter else p.model,
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
         train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=callbacks,
+        callbacks=run_callbacks(p, log, progress),
         tools=[cargo_check] if p.feedback_turns else None,
     )
-    trainer.pop_callback(PrinterCallback)
-    wandb_callback = trainer.pop_callback(WandbCallback)
-    if wandb_callback is not None:
-        trainer.add_callback(wandb_callback)
-    return trainer
+    return with_our_callbacks_first(trainer)
 
 
 @app.function

@@ -41,12 +41,18 @@ def cargo_check(code: str = "") -> str:
     Returns:
         The compiler errors, clippy lints and failing tests of the code, or a line saying every check passed.
     """
-    text = code if isinstance(code, str) else json.dumps(code)
-    source = extract_rust(text) or text.strip()
+    source = draft_source(code)
     if not source:
         return NO_CODE
     report = get_verifier().verify(source, raw_code=True)
     return tool_answer(report)
+
+
+def draft_source(code: Any) -> str:
+    """The Rust source of a ``code`` argument (a ```rust block or plain source; anything else as JSON): what the
+    tool verifies, and so the cache key ``tool_use`` finds the draft's report under."""
+    text = code if isinstance(code, str) else json.dumps(code)
+    return extract_rust(text) or text.strip()
 
 
 def tool_answer(report: Report) -> str:
@@ -87,9 +93,7 @@ def first_draft(completion: Any) -> str | None:
     if not calls:
         return None
     arguments = calls[0].get("arguments")
-    code = arguments.get("code", "") if isinstance(arguments, dict) else ""
-    text = code if isinstance(code, str) else json.dumps(code)
-    return extract_rust(text) or text.strip()
+    return draft_source(arguments.get("code", "") if isinstance(arguments, dict) else "")
 
 
 @dataclass(frozen=True)

@@ -181,21 +181,19 @@ def _finite(value: float | None) -> float | None:
 
 def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
                     reports: Sequence[Report]) -> pd.DataFrame:
-    """One row per completion: step, task, prompt, completion, weighted reward, each reward, verdict."""
+    """One row per completion: step, task, prompt, completion, weighted reward, each reward, verdict (the
+    ``sample`` number is given per step, over all batches and processes, by ``RunLogCallback``)."""
     if len(reports) != len(batch.completions):
         raise ValueError(f"{len(reports)} reports for {len(batch.completions)} completions")
     task_ids = batch.columns.get("task_id") or [""] * len(batch.completions)
-    seen: dict[str, int] = {}
     rows = []
     for i, (completion, report) in enumerate(zip(batch.completions, reports, strict=True)):
         task_id = str(task_ids[i])
-        seen[task_id] = seen.get(task_id, -1) + 1
         values = {name: _finite(batch.rewards[name][i]) for name in batch.rewards}
         total = sum(weights.get(name, 1.0) * v for name, v in values.items() if v is not None)
         rows.append({
             "step": step,
             "task_id": task_id,
-            "sample": seen[task_id],
             "prompt": _prompt_text(batch.prompts[i]) if i < len(batch.prompts) else "",
             "completion": completion_text(completion),
             "tool_calls": len(tool_calls(completion)),
@@ -392,7 +390,7 @@ class RunLogCallback(TrainerCallback):
             frames = [f.assign(process=rank) for rank, (_, fs, _) in enumerate(gathered) for f in fs]
             if frames:
                 step = pd.concat(frames, ignore_index=True)
-                step["sample"] = step.groupby("task_id").cumcount()
+                step.insert(step.columns.get_loc("task_id") + 1, "sample", step.groupby("task_id").cumcount())
                 write_parquet_atomic(step, completion_file(self.out_dir, state.global_step))
         if local.internal_errors:
             self.forget()
