@@ -21,11 +21,13 @@ with app.setup:
     from rust_rewards.cpus import cpu_share
     from rust_rewards.dry_run import SettingRejected
     from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
+    from rust_rewards.forms import param_controls, param_panel
     from rust_rewards.importers import load_tasks
-    from rust_rewards.params import coerce_value
+    from rust_rewards.params import coerce_value, fill_params, flag_name, info_of, param
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
     from rust_rewards.report import Report
-    from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, load_params, param_changes
+    from rust_rewards.rewards import DEFAULT_WEIGHTS, REWARD_FUNCS
+    from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, STOP_FILE, load_params, param_changes
     from rust_rewards.sft import SFTSet, sft_rows
     from rust_rewards.tasks import Task
     from rust_rewards.tiny_model import WarmStart, build_tiny_model
@@ -34,10 +36,7 @@ with app.setup:
         TASK_KWARGS,
         InfraGuard,
         InfrastructureError,
-        MetricsFileCallback,
-        ProgressCallback,
         RewardRecorder,
-        RunLogCallback,
         format_log_line,
         record_start,
     )
@@ -56,23 +55,15 @@ with app.setup:
     """The tiny model for ``--feedback-turns``: 30% of its warm-start prompts also taught to call ``cargo_check``,
     400 steps (``rust_rewards.tiny_model.tool_pairs``)."""
     LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
-    FORM_GROUPS = {
-        "Model and data": ["model", "build_tiny_model", "data", "data_split", "max_tasks"],
-        "Run": ["stage", "init_adapter", "output_dir", "run_name", "resume", "max_steps", "num_train_epochs", "seed",
-                "dry_run"],
-        "Optimizer": ["lr", "lr_scheduler_type", "warmup_ratio", "weight_decay", "adam_beta2", "max_grad_norm"],
-        "GRPO": ["beta", "loss_type", "scale_rewards", "num_generations", "max_completion_length", "temperature",
-                 "top_p", "per_device_train_batch_size", "gradient_accumulation_steps"],
-        "LoRA": ["lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"],
-        "Rewards": ["rewards", "reward_weights", "feedback_turns"],
-        "Hardware": ["bf16", "use_cpu", "gradient_checkpointing", "torch_threads"],
-        "vLLM": ["use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_server_host", "vllm_server_port",
-                 "vllm_server_timeout"],
-        "Checkpoints and logs": ["save_steps", "save_total_limit", "logging_steps", "completions_every", "wandb",
-                                 "wandb_project", "oxen_repo", "oxen_dest"],
-        "Safety": ["max_internal_error_share", "max_internal_error_steps"],
-        "Verifier": ["verifier", "ray_address", "verifier_mode"],
-    }
+    SCALE_REWARDS = ("group", "batch", "none")
+    LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial",
+                     "inverse_sqrt")
+    """transformers' schedulers that need no extra arguments."""
+    REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)
+    RUN_DIRS = ("outputs/*/", "outputs/*/run/")
+    MODEL_DIRS = ("outputs/tiny-model*/",)
+    ADAPTER_DIRS = ("outputs/*/adapter/", "outputs/*/checkpoint-*/")
+    TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/**/*.parquet")
 
 
 @app.cell(hide_code=True)
@@ -95,7 +86,8 @@ def _():
 @app.class_definition
 @dataclasses.dataclass
 class TrainParams:
-    """Every knob of a training run. CLI flags use the same names with - or _ (``--max-steps 2``).
+    """Every knob of a training run, with its help, group, choices and bounds (``rust_rewards.params``): the
+    command line (``--max-steps 2``, - or _) and the notebook's form are built from these definitions.
 
     The defaults are the ``real`` preset; ``preset_params("tiny")`` overrides a few of them.
     ``None`` means "decide from the hardware" (bf16 and vLLM on CUDA, CPU otherwise).
@@ -107,86 +99,132 @@ class TrainParams:
     the same LoRA), while ``max_grad_norm=0.1`` still bounds each update. ``loss_type="dapo"`` and
     ``beta=0.0`` are TRL 1.16's defaults (no reference model, token-level loss). ``per_device_train_batch_size``
     counts completions: 8 x 4 accumulation steps = 32 completions = 4 prompts per optimizer step.
-    ``max_steps=-1`` trains ``num_train_epochs`` over the data. ``resume``: ``auto`` resumes from the
-    last ``checkpoint-N`` in ``output_dir`` when there is one, ``yes`` requires one, ``no`` refuses a
-    folder that has one, or a checkpoint folder path. ``rewards`` picks reward functions by name
-    (comma-separated, empty = all), ``reward_weights`` overrides weights (``test_reward=2,build_reward=0.5``).
-    ``torch_threads`` > 0 sets torch's CPU threads for the run (the tiny model is fastest on one).
     A verification that fails for infrastructure reasons (``Report.internal_error``: sandbox, toolchain,
-    verifier crash) scores None; training stops with ``InfrastructureError`` when more than
-    ``max_internal_error_share`` of one step's completions had one (1 disables) or when
-    ``max_internal_error_steps`` consecutive steps had any (0 disables), keeping the last checkpoint.
-    vLLM (``use_vllm``) generates in ``vllm_mode`` ``colocate`` (on the training GPU, ``vllm_gpu_memory_utilization``
-    of it, asleep while training) or ``server`` (``trl vllm-serve`` at ``vllm_server_host:vllm_server_port``).
-    ``feedback_turns`` K > 0: each rollout may call the ``cargo_check`` tool (build, clippy and its own tests,
-    answered with the repair-round feedback) up to K times before its final answer, which alone is rewarded
-    (``rust_rewards.feedback_tool``); the tiny preset then builds ``outputs/tiny-model-tools``, warm-started to
-    call the tool. ``dry_run``: check the run on CPU instead (``run_dry_run``).
-    ``stage`` ``sft``: supervised training on the verified reference answers of the training tasks
-    (``rust_rewards.sft``) instead of GRPO, with the same LoRA settings and outputs. ``init_adapter``: continue
-    training that LoRA adapter (e.g. an SFT run's ``adapter/``) instead of a fresh one.
+    verifier crash) scores None; training stops with ``InfrastructureError`` past the ``max_internal_error_*``
+    limits, keeping the last checkpoint. ``feedback_turns`` K > 0: each rollout may call the ``cargo_check`` tool
+    up to K times before its final answer, which alone is rewarded (``rust_rewards.feedback_tool``); the tiny
+    preset then builds ``outputs/tiny-model-tools``, warm-started to call the tool.
     """
 
-    preset: str = "real"
-    stage: str = "grpo"
-    init_adapter: str = ""
-    model: str = REAL_MODEL
-    build_tiny_model: bool = False
-    data: str = "qwen3-rust-finetune/processed/train.parquet"
-    data_split: str = ""
-    max_tasks: int = 0
-    output_dir: str = "outputs/train-real"
-    run_name: str = ""
-    max_steps: int = -1
-    num_train_epochs: float = 1.0
-    lr: float = 2e-5
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.1
-    adam_beta2: float = 0.99
-    max_grad_norm: float = 0.1
-    beta: float = 0.0
-    loss_type: str = "dapo"
-    scale_rewards: str = "group"
-    num_generations: int = 8
-    max_completion_length: int = 768
-    temperature: float = 1.0
-    top_p: float = 1.0
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 4
-    lora_r: int = 16
-    lora_alpha: int = 64
-    lora_dropout: float = 0.05
-    lora_target_modules: str = "all-linear"
-    rewards: str = ""
-    reward_weights: str = ""
-    bf16: bool | None = None
-    use_cpu: bool | None = None
-    gradient_checkpointing: bool = True
-    use_vllm: bool | None = None
-    vllm_mode: str = "colocate"
-    vllm_gpu_memory_utilization: float = 0.3
-    vllm_server_host: str = "0.0.0.0"
-    vllm_server_port: int = 8000
-    vllm_server_timeout: float = 240.0
-    torch_threads: int = 0
-    save_steps: int = 100
-    save_total_limit: int = 3
-    logging_steps: int = 1
-    completions_every: int = 1
-    resume: str = "auto"
-    seed: int = 0
-    wandb: bool = False
-    wandb_project: str = "rust-grpo"
-    oxen_repo: str = ""
-    oxen_dest: str = ""
-    max_internal_error_share: float = 0.5
-    max_internal_error_steps: int = 3
-    verifier: str = "local"
-    ray_address: str = "auto"
-    verifier_mode: str = "direct"
-    feedback_turns: int = 0
-    dry_run: bool = False
+    preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `tiny`: a 0.4M local model on CPU",
+                        group="Run", choices=PRESETS)
+    stage: str = param("grpo", help="`grpo`: reinforcement learning with cargo rewards; `sft`: supervised training "
+                       "on the verified reference answers", group="Run", choices=STAGES)
+    output_dir: str = param("outputs/train-real", help="run folder: params, metrics.jsonl, completions, "
+                            "checkpoints, adapter/", group="Run", files=RUN_DIRS)
+    max_steps: int = param(-1, help="optimizer steps (-1: `num_train_epochs` over the data)", group="Run",
+                           bounds=(-1, None))
+    resume: str = param("auto", help="`auto`: from the last checkpoint in the run folder if any; `yes`: require "
+                        "one; `no`: refuse a folder that has one; or a checkpoint folder", group="Run")
+    dry_run: bool = param(False, help="real preset only: check every setting on CPU with a 2-layer model of the "
+                          "same shape, one step, checkpoint, resume; print the GPU memory plan", group="Run")
+    model: str = param(REAL_MODEL, help="hub name or local folder of the base model", group="Model and data",
+                       files=MODEL_DIRS)
+    init_adapter: str = param("", help="continue training this LoRA adapter (e.g. an SFT run's `adapter/`) "
+                              "instead of a fresh one", group="Model and data", files=ADAPTER_DIRS)
+    data: str = param("qwen3-rust-finetune/processed/train.parquet", help="tasks: parquet/jsonl from "
+                      "process_data.py, or a Hugging Face dataset name", group="Model and data", files=TASK_FILES)
+    build_tiny_model: bool = param(False, help="build and warm-start the tiny local model at `model` if missing",
+                                   group="Model and data", advanced=True)
+    data_split: str = param("", help="split of a Hugging Face dataset (empty: train)", group="Model and data",
+                            advanced=True)
+    max_tasks: int = param(0, help="use the first N tasks (0: all)", group="Model and data", advanced=True,
+                           bounds=(0, None))
+    rewards: list[str] = param(default_factory=lambda: list(REWARD_NAMES), help="reward functions of "
+                               "`rust_rewards.rewards` to train with", group="Rewards", choices=REWARD_NAMES)
+    reward_weights: str = param("", help="weights that differ from 1.0, `name=weight,...` "
+                                "(e.g. `test_reward=2,build_reward=0.5`)", group="Rewards")
+    feedback_turns: int = param(0, help="cargo_check tool calls a rollout may make before its final answer "
+                                "(0: single-turn GRPO)", group="Rewards", bounds=(0, 16))
+    num_generations: int = param(8, help="completions per prompt (the GRPO group)", group="GRPO",
+                                 bounds=(2, 256))
+    max_completion_length: int = param(768, help="tokens per completion", group="GRPO", bounds=(16, 32768),
+                                       step=16)
+    temperature: float = param(1.0, help="sampling temperature of the rollouts", group="GRPO",
+                               bounds=(0.01, 4.0), step=0.05)
+    per_device_train_batch_size: int = param(8, help="completions per micro-batch on each GPU", group="GRPO",
+                                             bounds=(1, 4096))
+    gradient_accumulation_steps: int = param(4, help="micro-batches per optimizer step", group="GRPO",
+                                             bounds=(1, 4096))
+    loss_type: str = param("dapo", help="TRL's GRPO loss normalisation", group="GRPO", advanced=True,
+                           choices=LOSS_TYPES)
+    scale_rewards: str = param("group", help="divide advantages by the reward std of the group, the batch, or not",
+                               group="GRPO", advanced=True, choices=SCALE_REWARDS)
+    beta: float = param(0.0, help="KL penalty to the base model (0: no reference model)", group="GRPO",
+                        advanced=True, bounds=(0.0, 10.0), step=0.01)
+    top_p: float = param(1.0, help="nucleus sampling of the rollouts", group="GRPO", advanced=True,
+                         bounds=(0.01, 1.0), step=0.01)
+    lr: float = param(2e-5, help="peak learning rate of the LoRA adapter", group="Optimizer", bounds=(0.0, 1.0),
+                      step=1e-6)
+    lr_scheduler_type: str = param("cosine", help="learning-rate schedule after warm-up", group="Optimizer",
+                                   choices=LR_SCHEDULERS)
+    num_train_epochs: float = param(1.0, help="passes over the data when max steps is -1", group="Optimizer",
+                                    advanced=True, bounds=(0.0, None), step=0.5)
+    warmup_ratio: float = param(0.1, help="share of the steps spent warming up", group="Optimizer",
+                                advanced=True, bounds=(0.0, 1.0), step=0.01)
+    weight_decay: float = param(0.1, help="AdamW weight decay", group="Optimizer", advanced=True,
+                                bounds=(0.0, 1.0), step=0.01)
+    adam_beta2: float = param(0.99, help="AdamW beta2", group="Optimizer", advanced=True, bounds=(0.0, 1.0),
+                              step=0.001)
+    max_grad_norm: float = param(0.1, help="gradient clipping norm", group="Optimizer", advanced=True,
+                                 bounds=(0.0, None), step=0.1)
+    lora_r: int = param(16, help="LoRA rank", group="LoRA", advanced=True, bounds=(1, 1024))
+    lora_alpha: int = param(64, help="LoRA scaling numerator (scale = alpha / r)", group="LoRA", advanced=True,
+                            bounds=(1, 4096))
+    lora_dropout: float = param(0.05, help="dropout on the LoRA input", group="LoRA", advanced=True,
+                                bounds=(0.0, 0.9), step=0.01)
+    lora_target_modules: str = param("all-linear", help="`all-linear` or comma-separated module names",
+                                     group="LoRA", advanced=True)
+    bf16: bool | None = param(None, help="bfloat16 weights and compute (auto: on CUDA)", group="Hardware",
+                              advanced=True)
+    use_cpu: bool | None = param(None, help="train on the CPU (auto: when there is no CUDA)", group="Hardware",
+                                 advanced=True)
+    gradient_checkpointing: bool = param(True, help="recompute activations in backward: less memory, ~30% "
+                                         "slower", group="Hardware", advanced=True)
+    torch_threads: int = param(0, help="torch CPU threads during the run (0: torch's default; the tiny model is "
+                               "fastest on 1)", group="Hardware", advanced=True, bounds=(0, 1024))
+    use_vllm: bool | None = param(None, help="generate with vLLM (auto: when installed and on CUDA)", group="vLLM",
+                                  advanced=True)
+    vllm_mode: str = param("colocate", help="`colocate`: on the training GPU, asleep while training; `server`: "
+                           "`trl vllm-serve` elsewhere", group="vLLM", advanced=True, choices=VLLM_MODES)
+    vllm_gpu_memory_utilization: float = param(0.3, help="colocate: share of the GPU vLLM may take", group="vLLM",
+                                               advanced=True, bounds=(0.01, 1.0), step=0.05)
+    vllm_server_host: str = param("0.0.0.0", help="server mode: host of `trl vllm-serve`", group="vLLM",
+                                  advanced=True)
+    vllm_server_port: int = param(8000, help="server mode: its port", group="vLLM", advanced=True,
+                                  bounds=(1, 65535))
+    vllm_server_timeout: float = param(240.0, help="server mode: seconds to wait for the server at start",
+                                       group="vLLM", advanced=True, bounds=(1.0, None), step=10.0)
+    save_steps: int = param(100, help="write a checkpoint every N steps", group="Checkpoints and logs",
+                            bounds=(1, None))
+    wandb: bool = param(False, help="log to Weights & Biases (`WANDB_MODE=offline` works without a network)",
+                        group="Checkpoints and logs")
+    save_total_limit: int = param(3, help="checkpoints kept (older ones deleted)", group="Checkpoints and logs",
+                                  advanced=True, bounds=(1, None))
+    logging_steps: int = param(1, help="a metrics.jsonl line every N steps", group="Checkpoints and logs",
+                               advanced=True, bounds=(1, None))
+    completions_every: int = param(1, help="write every completion of every Nth step (0: never)",
+                                   group="Checkpoints and logs", advanced=True, bounds=(0, None))
+    run_name: str = param("", help="name in wandb and Oxen (empty: the run folder's name)",
+                          group="Checkpoints and logs", advanced=True)
+    wandb_project: str = param("rust-grpo", help="wandb project", group="Checkpoints and logs", advanced=True)
+    oxen_repo: str = param("", help="Oxen.ai repository to upload the run to at the end (empty: none)",
+                           group="Checkpoints and logs", advanced=True)
+    oxen_dest: str = param("", help="folder in that repository (empty: runs/<run name>)",
+                           group="Checkpoints and logs", advanced=True)
+    seed: int = param(0, help="random seed", group="Checkpoints and logs", advanced=True, bounds=(0, 2**31 - 1))
+    max_internal_error_share: float = param(0.5, help="stop when more than this share of a step's completions "
+                                            "failed for infrastructure reasons (1: never)", group="Safety",
+                                            advanced=True, bounds=(0.0, 1.0), step=0.05)
+    max_internal_error_steps: int = param(3, help="stop after this many consecutive steps with any "
+                                          "infrastructure failure (0: never)", group="Safety", advanced=True,
+                                          bounds=(0, None))
+    verifier: str = param("local", help="where cargo runs: this machine's pool or a Ray cluster", group="Verifier",
+                          advanced=True, choices=VERIFIER_BACKENDS)
+    ray_address: str = param("auto", help="Ray cluster: `auto`, `local` or HOST:PORT", group="Verifier",
+                             advanced=True)
+    verifier_mode: str = param("direct", help="`direct`: one crate per completion; `batch`: compile a batch "
+                               "together", group="Verifier", advanced=True, choices=VERIFIER_MODES)
 
     def prompts_per_step(self) -> float:
         """Distinct task prompts per optimizer step (one process)."""
@@ -234,18 +272,14 @@ def resume_value(value: Any) -> str:
 def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
     """Fill ``TrainParams`` from CLI args or form values: the preset first, then each override.
 
-    Unknown names and values of the wrong type raise ``ValueError`` naming the flag.
+    Unknown names and values of the wrong type, outside their choices or bounds raise ``ValueError`` naming the
+    flag.
     """
     values = {str(k).replace("-", "_"): v for k, v in values.items()}
-    preset = str(values.pop("preset", "tiny"))
-    base = preset_params(preset)
-    hints = typing.get_type_hints(TrainParams)
-    unknown = sorted(set(values) - set(hints))
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join('--' + u for u in unknown)}; known: "
-                         f"{', '.join(sorted(hints))}")
-    changes = {k: resume_value(v) if k == "resume" else coerce_value(k, hints[k], v) for k, v in values.items()}
-    return dataclasses.replace(base, **changes)
+    base = preset_params(str(values.pop("preset", "tiny")))
+    if "resume" in values:
+        values["resume"] = resume_value(values["resume"])
+    return fill_params(TrainParams, values, base)
 
 
 @app.function
@@ -259,47 +293,38 @@ def local_path(value: str, default: str) -> str:
 
 
 @app.function
-def resolve_params(params: TrainParams) -> TrainParams:
-    """Fill the hardware-dependent fields and make paths absolute; validate the rest."""
-    import torch
-
-    p = params
-    cuda = torch.cuda.is_available()
-    if p.loss_type not in LOSS_TYPES:
-        raise ValueError(f"--loss-type: expected one of {LOSS_TYPES}, got {p.loss_type!r}")
+def validate_params(p: TrainParams) -> TrainParams:
+    """``p`` unchanged when its values fit together; else ``ValueError`` naming the flag (what the command line
+    and the form both show before anything runs)."""
+    hints = typing.get_type_hints(TrainParams)
+    for name, info in info_of(TrainParams).items():
+        coerce_value(flag_name(name), hints[name], getattr(p, name), info)
     if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
         raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
-    if not 0.0 <= p.max_internal_error_share <= 1.0:
-        raise ValueError(f"--max-internal-error-share must be within [0, 1], got {p.max_internal_error_share}")
-    if p.max_internal_error_steps < 0:
-        raise ValueError(f"--max-internal-error-steps must be >= 0 (0 disables), got {p.max_internal_error_steps}")
-    if p.stage not in STAGES:
-        raise ValueError(f"--stage: expected one of {STAGES}, got {p.stage!r}")
     if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
         raise ValueError(f"--init-adapter {p.init_adapter}: no adapter_config.json there (expected a LoRA adapter "
                          "folder such as an SFT run's OUT/adapter)")
-    if p.feedback_turns < 0:
-        raise ValueError(f"--feedback-turns must be >= 0 (0: single-turn GRPO), got {p.feedback_turns}")
     room = p.feedback_turns * TOOL_FEEDBACK_TOKENS + 64
     if p.feedback_turns and p.max_completion_length < room:
         raise ValueError(f"--feedback-turns {p.feedback_turns}: the tool's answers (up to {TOOL_FEEDBACK_TOKENS} "
                          f"tokens each) count against --max-completion-length {p.max_completion_length}, leaving no "
                          f"room for a final answer: use at least {room}")
-    if p.verifier_mode not in VERIFIER_MODES:
-        raise ValueError(f"--verifier-mode: expected one of {VERIFIER_MODES}, got {p.verifier_mode!r}")
-    if p.verifier not in VERIFIER_BACKENDS:
-        raise ValueError(f"--verifier: expected one of {VERIFIER_BACKENDS}, got {p.verifier!r}")
-    if p.vllm_mode not in VLLM_MODES:
-        raise ValueError(f"--vllm-mode: expected one of {VLLM_MODES}, got {p.vllm_mode!r}")
-    if not 0.0 < p.vllm_gpu_memory_utilization <= 1.0:
-        raise ValueError(f"--vllm-gpu-memory-utilization must be within (0, 1], got {p.vllm_gpu_memory_utilization}")
-    if p.num_generations < 2:
-        raise ValueError(f"--num-generations must be >= 2 (GRPO compares a group), got {p.num_generations}")
     completions = p.per_device_train_batch_size * p.gradient_accumulation_steps
     if completions % p.num_generations:
         raise ValueError(
             f"per_device_train_batch_size x gradient_accumulation_steps ({completions}) must be a multiple "
             f"of num_generations ({p.num_generations})")
+    select_rewards(p)
+    return p
+
+
+@app.function
+def resolve_params(params: TrainParams) -> TrainParams:
+    """Fill the hardware-dependent fields and make paths absolute; validate the rest."""
+    import torch
+
+    p = validate_params(params)
+    cuda = torch.cuda.is_available()
     use_vllm = p.use_vllm
     if use_vllm is None:
         use_vllm = cuda and importlib.util.find_spec("vllm") is not None
@@ -336,14 +361,11 @@ def select_rewards(params: TrainParams) -> tuple[list[Callable[..., Any]], dict[
     """The reward functions to train with (the async ones: TRL runs them concurrently) and their weights."""
     from rust_rewards import rewards as rr
 
-    funcs = list(rr.ASYNC_REWARD_FUNCS)
-    by_name = {f.__name__: f for f in funcs}
-    if params.rewards.strip():
-        wanted = [n.strip() for n in params.rewards.split(",") if n.strip()]
-        missing = [n for n in wanted if n not in by_name]
-        if missing:
-            raise ValueError(f"--rewards: unknown reward(s) {missing}; known: {sorted(by_name)}")
-        funcs = [by_name[n] for n in wanted]
+    by_name = {f.__name__: f for f in rr.ASYNC_REWARD_FUNCS}
+    missing = [n for n in params.rewards if n not in by_name]
+    if missing or not params.rewards:
+        raise ValueError(f"--rewards: expected one or more of {', '.join(by_name)}; got {params.rewards}")
+    funcs = [by_name[n] for n in params.rewards]
     weights = {f.__name__: float(rr.DEFAULT_WEIGHTS.get(f.__name__, 1.0)) for f in funcs}
     for item in filter(None, (s.strip() for s in params.reward_weights.split(","))):
         name, sep, value = item.partition("=")
@@ -454,10 +476,13 @@ def trainer_args(p: TrainParams) -> dict[str, Any]:
 
 @app.function
 def run_callbacks(p: TrainParams, log: Any, progress: Callable[[int, int, dict[str, Any]], None] | None) -> list[Any]:
-    """A run's callbacks: its ``metrics.jsonl`` writer, then progress lines; sets the wandb project when logging."""
+    """A run's callbacks: its ``metrics.jsonl`` writer, the stop-file check, then progress lines; sets the wandb
+    project when logging."""
+    from rust_rewards.train_callbacks import ProgressCallback, StopFileCallback
+
     if p.wandb:
         os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
-    return [log] if progress is None else [log, ProgressCallback(progress)]
+    return [log, StopFileCallback(p.output_dir)] + ([] if progress is None else [ProgressCallback(progress)])
 
 
 @app.function
@@ -593,6 +618,8 @@ class TrainResult:
     resumed_from: str | None
     last_metrics: dict[str, Any]
     oxen_error: str | None = None
+    stopped: bool = False
+    """Stopped on request (``STOP`` file) before ``max_steps``: rerun with the same output dir to resume."""
 
 
 @app.function
@@ -666,6 +693,8 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
+    from rust_rewards.train_callbacks import MetricsFileCallback
+
     trainer = SFTTrainer(
         model=policy_model(p) if p.init_adapter else p.model,
         args=sft_config(p),
@@ -692,6 +721,7 @@ def build_trainer(
     from trl import GRPOTrainer
 
     from rust_rewards.feedback_tool import cargo_check
+    from rust_rewards.train_callbacks import RunLogCallback
 
     funcs, weights = select_rewards(p)
     recorder = RewardRecorder(funcs)
@@ -763,6 +793,7 @@ def run_training(
     }}
     processes = PartialState(cpu=bool(p.use_cpu))
     if processes.is_main_process:
+        (out / STOP_FILE).unlink(missing_ok=True)
         first = record_start(out, record)
         print(json.dumps(record, indent=2), flush=True)
         changes = param_changes(first, record)
@@ -785,6 +816,7 @@ def run_training(
         else:
             trainer = build_trainer(p, tasks, progress, guard)
         trainer.train(resume_from_checkpoint=checkpoint)
+        stopped = (out / STOP_FILE).is_file() and trainer.state.global_step < trainer.state.max_steps
         if guard.stopped is not None:
             raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))
         adapter = save_adapter(trainer, out / "adapter")
@@ -792,8 +824,14 @@ def run_training(
         torch.set_num_threads(threads)
     oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo and processes.is_main_process else None
     history = [h for h in trainer.state.log_history if "train_runtime" not in h]
+    processes.wait_for_everyone()
+    if processes.is_main_process:
+        (out / STOP_FILE).unlink(missing_ok=True)
+    if stopped:
+        print(f"stopped on request at step {trainer.state.global_step} of {trainer.state.max_steps}: "
+              f"checkpoint-{trainer.state.global_step} kept; run again with the same output dir to resume", flush=True)
     return TrainResult(out, adapter, trainer.state.global_step, checkpoint,
-                       history[-1] if history else {}, oxen_error)
+                       history[-1] if history else {}, oxen_error, stopped)
 
 
 @app.function
@@ -860,93 +898,256 @@ def run_dry_run(
     return result
 
 
-@app.cell
-def _():
-    preset = mo.ui.dropdown(options=list(PRESETS), value="tiny", label="preset")
-    preset
-    return (preset,)
+@app.function
+def run_dir(p: TrainParams) -> Path:
+    """The absolute run folder of ``p``: the preset's default (per stage) under the repository, else as typed."""
+    preset = preset_params(p.preset)
+    # the supervised stage's default folder is its own: GRPO's default would auto-resume the SFT checkpoints
+    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/sft-{p.preset}"
+    return Path(local_path(stage_default if p.output_dir == preset.output_dir else p.output_dir, stage_default))
 
 
 @app.function
-def param_widget(name: str, annotation: Any, value: Any):
-    """A form widget for one ``TrainParams`` field."""
-    options = typing.get_args(annotation)
-    if type(None) in options:
-        return mo.ui.dropdown(options=["auto", "true", "false"],
-                              value="auto" if value is None else str(value).lower(), label=name)
-    if name == "resume":
-        return mo.ui.text(value=value, label=name)
+def cli_text(value: Any) -> str:
+    """A parameter value as the command line writes it."""
+    if value is None:
+        return "auto"
     if isinstance(value, bool):
-        return mo.ui.checkbox(value=value, label=name)
-    if isinstance(value, int):
-        return mo.ui.number(value=value, step=1, label=name)
-    if isinstance(value, float):
-        return mo.ui.number(value=value, step=value / 10 if value else 0.01, label=name)
-    return mo.ui.text(value=value, label=name, full_width=True)
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 @app.function
-def param_form(preset: str):
-    """A form with one widget per ``TrainParams`` field, grouped by topic, filled with a preset."""
-    defaults = preset_params(preset)
-    hints = typing.get_type_hints(TrainParams)
-    names = [f.name for f in dataclasses.fields(TrainParams) if f.name != "preset"]
-    grouped = {n for group in FORM_GROUPS.values() for n in group}
-    groups = {**FORM_GROUPS, "Other": [n for n in names if n not in grouped]}
-    template = "\n\n".join(f"**{title}**\n\n" + " ".join(f"{{{n}}}" for n in group)
-                            for title, group in groups.items() if group)
-    widgets = {n: param_widget(n, hints[n], getattr(defaults, n)) for n in names}
-    return mo.md(template).batch(**widgets).form(submit_button_label="Train")
+def cli_flags(p: TrainParams) -> list[str]:
+    """The command-line flags that give ``p``: the preset, then every field that differs from it."""
+    base = preset_params(p.preset)
+    flags = ["--preset", p.preset]
+    for f in dataclasses.fields(TrainParams):
+        value = getattr(p, f.name)
+        if f.name != "preset" and value != getattr(base, f.name):
+            flags += [flag_name(f.name), cli_text(value)]
+    return flags
 
 
-@app.cell
-def _(preset):
-    form = param_form(preset.value)
-    form
-    return (form,)
+@app.function
+def form_params(preset: str, values: Mapping[str, Any], weights: Mapping[str, float]) -> TrainParams:
+    """Validated params from the form: its controls' values and a weight per selected reward (``ValueError``
+    naming the flag, as on the command line)."""
+    changed = ",".join(f"{name}={w:g}" for name, w in weights.items() if w != DEFAULT_WEIGHTS.get(name, 1.0))
+    return validate_params(params_from_mapping({"preset": preset, **values, "reward_weights": changed}))
 
 
-@app.cell
-def _(form, preset):
-    if mo.app_meta().mode == "script":
-        quiet_script_logs()
-        params = params_from_mapping(mo.cli_args())
+@app.function
+def reward_weight_controls(selected: Sequence[str], defaults: TrainParams):
+    """One weight control per selected reward, starting from ``defaults``' weights."""
+    weights = dict(DEFAULT_WEIGHTS)
+    for item in filter(None, (s.strip() for s in defaults.reward_weights.split(","))):
+        name, _, value = item.partition("=")
+        weights[name.strip()] = float(value)
+    return mo.ui.dictionary({name: mo.ui.number(start=0.0, stop=100.0, step=0.1, value=weights.get(name, 1.0),
+                                                label=f"weight of {name}") for name in selected})
+
+
+@app.function
+def field_problem(message: str):
+    """A form error shown under the form, naming the group and field the ``--flag`` in ``message`` belongs to."""
+    infos = info_of(TrainParams)
+    names = [n for n in infos if flag_name(n) in message.split()[0:1] or message.startswith(flag_name(n) + ":")]
+    where = f"{infos[names[0]].group} › {names[0].replace('_', ' ')}: " if names else ""
+    return mo.callout(mo.md(f"**{where}**{message}"), kind="danger")
+
+
+@app.class_definition
+@dataclasses.dataclass
+class TrainJob:
+    """A run the notebook started: ``python train.py FLAGS`` in its own process, its output in ``OUT/train.log``.
+
+    The notebook stays responsive while it trains; ``stop`` asks it to stop cleanly (``STOP`` file: checkpoint
+    kept, resumable); the run folder's ``metrics.jsonl`` shows its progress."""
+
+    process: Any
+    output_dir: Path
+    max_steps: int
+    log: Path
+
+    def returncode(self) -> int | None:
+        return self.process.poll()
+
+    def stop(self) -> None:
+        if self.returncode() is None:
+            (self.output_dir / STOP_FILE).touch()
+
+    def stopping(self) -> bool:
+        return self.returncode() is None and (self.output_dir / STOP_FILE).is_file()
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log.read_text(errors="replace") if self.log.is_file() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@app.function
+def start_job(p: TrainParams) -> TrainJob:
+    """Start ``python train.py`` with the flags of ``p`` in a new process."""
+    import subprocess
+    import sys
+
+    out = run_dir(p)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "train.log"
+    with open(log, "ab") as handle:
+        process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *cli_flags(p)], cwd=ROOT,
+                                   stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    return TrainJob(process, out, p.max_steps, log)
+
+
+@app.function
+def live_chart(metrics):
+    """Reward per step (mean and each reward function; loss for the supervised stage) as steps finish."""
+    import altair as alt
+    import pandas as pd
+
+    from rust_rewards.run_logs import metric_series, reward_series
+
+    series = metric_series(metrics, {"reward (weighted total)": "reward", "loss": "loss"})
+    rewards = reward_series(metrics)
+    data = pd.concat([series, rewards], ignore_index=True) if len(rewards) else series
+    chart = alt.Chart(data).mark_line(point=True).encode(
+        x=alt.X("step:Q", title="step", axis=alt.Axis(tickMinStep=1)),
+        y=alt.Y("value:Q", title="value"),
+        color=alt.Color("series:N", title=None),
+        tooltip=["step", "series", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(height=260, width="container")
+    return mo.ui.altair_chart(chart, chart_selection=False, legend_selection=True)
+
+
+@app.function
+def job_view(job: TrainJob, stop_button: Any):
+    """Progress, the live reward chart, the stop button and the end of the run's log."""
+    import pandas as pd
+
+    from rust_rewards.run_logs import load_metrics
+
+    metrics_file = job.output_dir / METRICS_FILE
+    metrics = load_metrics(job.output_dir) if metrics_file.is_file() else pd.DataFrame()
+    step = int(metrics["step"].max()) if len(metrics) else 0
+    code = job.returncode()
+    total = f" of {job.max_steps}" if job.max_steps > 0 else ""
+    if code is None:
+        state = "stopping after this step (a checkpoint is kept)" if job.stopping() else "training"
+        head = mo.md(f"**{state}**: step {step}{total} logged · `{job.output_dir}`")
+        parts = [mo.hstack([head, stop_button], justify="space-between")]
+        if job.max_steps > 0:
+            parts.append(mo.md(f"<progress value='{step}' max='{job.max_steps}' style='width:100%'></progress>"))
+    elif code == 0:
+        parts = [mo.callout(mo.md(f"**Finished**: step {step}{total} logged; adapter in "
+                                  f"`{job.output_dir / 'adapter'}`. Dashboard: "
+                                  f"`marimo run viz.py -- --run {job.output_dir}`"), kind="success")]
     else:
-        mo.stop(form.value is None, mo.md("Edit the parameters and press **Train**."))
-        params = params_from_mapping({"preset": preset.value, **form.value})
-    mo.accordion({"Parameters": mo.tree(dataclasses.asdict(params))})
-    return (params,)
+        parts = [mo.callout(mo.md(f"**The run failed** (exit {code}); the end of `{job.log}`:"), kind="danger")]
+    if len(metrics):
+        parts.append(live_chart(metrics))
+    parts.append(mo.accordion({"Log": mo.plain_text(job.log_tail())}, lazy=False) if code in (None, 0)
+                 else mo.plain_text(job.log_tail(40)))
+    return mo.vstack(parts)
 
 
-@app.cell
-def _(params):
+@app.cell(hide_code=True)
+def _():
+    mo.stop(mo.app_meta().mode == "script")
+    cli_values = dict(mo.cli_args())
+    preset = mo.ui.dropdown(options=list(PRESETS), value=str(cli_values.get("preset", "tiny")), label="preset")
+    mo.hstack([preset, mo.md("`tiny`: a local 0.4M model on CPU, seconds per step · `real`: Qwen2.5-Coder-1.5B on "
+                             "a GPU (on CPU: switch on **dry run**)")], justify="start", gap=1)
+    return cli_values, preset
+
+
+@app.cell(hide_code=True)
+def _(cli_values, preset):
     try:
-        _train = run_dry_run if params.dry_run else run_training
-        if mo.app_meta().mode == "script":
-            result = _train(params)
-        else:
-            with mo.status.progress_bar(total=max(params.max_steps, 1), title="GRPO training") as _bar:
-                _seen = {"step": 0}
+        form_defaults = params_from_mapping({**cli_values, "preset": preset.value})
+        _problem = None
+    except ValueError as _err:
+        form_defaults, _problem = preset_params(preset.value), str(_err)
+    controls = param_controls(TrainParams, form_defaults, ROOT, skip=("preset", "rewards", "reward_weights"))
+    reward_pick = param_controls(TrainParams, form_defaults, ROOT,
+                                 skip=tuple(f.name for f in dataclasses.fields(TrainParams) if f.name != "rewards"))
+    train_button = mo.ui.run_button(label="Train", kind="success")
+    _panel = param_panel(controls, TrainParams, extra={"Rewards": [reward_pick]})
+    mo.vstack([field_problem(f"command line: {_problem}"), _panel] if _problem else [_panel])
+    return controls, form_defaults, reward_pick, train_button
 
-                def _report(step: int, max_steps: int, logs: dict[str, Any]) -> None:
-                    _bar.total = max(max_steps, 1)
-                    _bar.update(increment=step - _seen["step"], subtitle=format_log_line(step, max_steps, logs))
-                    _seen["step"] = step
 
-                result = _train(params, progress=_report)
+@app.cell(hide_code=True)
+def _(form_defaults, reward_pick):
+    reward_weights = reward_weight_controls(reward_pick.value["rewards"], form_defaults)
+    mo.vstack([mo.md("**Reward weights** (the total reward is their weighted sum)"),
+               mo.hstack(list(reward_weights.elements.values()), wrap=True, justify="start")])
+    return (reward_weights,)
+
+
+@app.cell(hide_code=True)
+def _(controls, preset, reward_pick, reward_weights, train_button):
+    try:
+        checked = form_params(preset.value, {**controls.value, **reward_pick.value}, reward_weights.value)
+        _note = mo.md(f"{checked.per_device_train_batch_size * checked.gradient_accumulation_steps} completions per "
+                      f"step ({checked.prompts_per_step():g} prompts x {checked.num_generations}), "
+                      f"{'max steps ' + str(checked.max_steps) if checked.max_steps > 0 else 'epochs'}; "
+                      f"`python train.py {' '.join(cli_flags(checked))}`")
+    except ValueError as _err:
+        checked, _note = None, field_problem(str(_err))
+    mo.vstack([_note, train_button])
+    return (checked,)
+
+
+@app.cell(hide_code=True)
+def _():
+    get_job, set_job = mo.state(None)
+    live_refresh = mo.ui.refresh(options=["1s", "2s", "5s", "10s"], default_interval="2s", label="live update")
+    return get_job, live_refresh, set_job
+
+
+@app.cell(hide_code=True)
+def _(checked, get_job, set_job, train_button):
+    mo.stop(not train_button.value)
+    mo.stop(checked is None, mo.callout(mo.md("Fix the form first (see above)."), kind="warn"))
+    _running = get_job()
+    mo.stop(_running is not None and _running.returncode() is None,
+            mo.callout(mo.md("A run is still going: stop it first."), kind="warn"))
+    set_job(start_job(checked))
+    return
+
+
+@app.cell(hide_code=True)
+def _(get_job, live_refresh):
+    job = get_job()
+    mo.stop(job is None)
+    stop_button = mo.ui.button(label="Stop (keeps a checkpoint)", kind="danger", on_click=lambda _: job.stop())
+    live_refresh
+    return job, stop_button
+
+
+@app.cell(hide_code=True)
+def _(job, live_refresh, stop_button):
+    live_refresh.value
+    job_view(job, stop_button)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.stop(mo.app_meta().mode != "script")
+    quiet_script_logs()
+    try:
+        _params = validate_params(params_from_mapping(mo.cli_args()))
+    except ValueError as _err:
+        raise SystemExit(f"train.py: {_err}") from None
+    try:
+        (run_dry_run if _params.dry_run else run_training)(_params)
     except (InfrastructureError, SettingRejected) as _err:
-        if mo.app_meta().mode == "script":
-            raise SystemExit(f"train.py: {_err}") from None
-        mo.stop(True, mo.callout(mo.md(f"**Training stopped.** {_err}"), kind="danger"))
-    mo.md(f"Finished at step **{result.global_step}**; adapter in `{result.adapter_dir}`; "
-          f"metrics in `{result.output_dir / METRICS_FILE}`.")
-    return (result,)
-
-
-@app.cell
-def _(result):
-    mo.ui.table([{"metric": k, "value": f"{v:.4g}" if isinstance(v, float) else v}
-                 for k, v in result.last_metrics.items()], page_size=50)
+        raise SystemExit(f"train.py: {_err}") from None
     return
 
 

@@ -1,16 +1,71 @@
-"""Turn command-line (``mo.cli_args()``) and form values into the types of a notebook's parameter dataclass."""
+"""Parameter definitions shared by a notebook's command line and its form.
+
+A notebook's parameter dataclass declares each field with ``param(...)``: its default plus a ``ParamInfo``
+(one-line help, group, choices, bounds, existing-file patterns). ``fill_params`` turns ``mo.cli_args()`` or form
+values into the dataclass with the same checks and the same error messages (naming ``--flag``) for both;
+``rust_rewards.forms`` builds the typed controls from the same definitions.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 _TRUE = ("", "true", "1", "yes")
 _FALSE = ("false", "0", "no")
+P = TypeVar("P")
 
 
-def coerce_value(flag: str, annotation: Any, value: Any) -> Any:
-    """``value`` as a field annotated ``annotation``; errors name ``--flag``.
+@dataclass(frozen=True)
+class ParamInfo:
+    """What a form needs to know about one parameter, beyond its type and default.
+
+    ``choices``: the only values accepted (a dropdown; a multiselect for ``list[str]``). ``bounds``: inclusive
+    (low, high), either may be None. ``files``: glob patterns (relative to the repository) of existing files or
+    folders the form offers. ``advanced``: folded away in the form.
+    """
+
+    help: str
+    group: str = "Other"
+    advanced: bool = False
+    choices: tuple[str, ...] = ()
+    bounds: tuple[float | None, float | None] = (None, None)
+    step: float | None = None
+    files: tuple[str, ...] = ()
+
+
+def param(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING, help: str,
+          group: str = "Other", advanced: bool = False, choices: Sequence[str] = (),
+          bounds: tuple[float | None, float | None] = (None, None), step: float | None = None,
+          files: Sequence[str] = ()) -> Any:
+    """A dataclass field with its ``ParamInfo`` in ``metadata["param"]``.
+
+    >>> @dataclass
+    ... class P:
+    ...     lr: float = param(1e-5, help="learning rate", bounds=(0, 1))
+    >>> info_of(P)["lr"].bounds
+    (0, 1)
+    """
+    info = ParamInfo(help=help, group=group, advanced=advanced, choices=tuple(choices), bounds=bounds, step=step,
+                     files=tuple(files))
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={"param": info})
+
+
+def info_of(cls: type) -> dict[str, ParamInfo]:
+    """Each field's ``ParamInfo`` (a bare one for fields declared without ``param``)."""
+    return {f.name: f.metadata.get("param", ParamInfo(help="")) for f in dataclasses.fields(cls)}
+
+
+def flag_name(name: str) -> str:
+    """``--max-steps`` for ``max_steps``."""
+    return "--" + name.replace("_", "-")
+
+
+def coerce_value(flag: str, annotation: Any, value: Any, info: ParamInfo | None = None) -> Any:
+    """``value`` as a field annotated ``annotation``, checked against ``info``; errors name ``--flag``.
 
     ``--flag`` alone means True; ``auto``/``none`` mean None for optional fields; ``list[T]`` takes
     comma-separated text (or a list, from repeated flags or a form).
@@ -18,11 +73,55 @@ def coerce_value(flag: str, annotation: Any, value: Any) -> Any:
     >>> coerce_value("k", list[int], "1,5"), coerce_value("lr", float | None, "auto")
     ([1, 5], None)
     """
+    flag = flag.lstrip("-")
     options = typing.get_args(annotation) or (annotation,)
     if typing.get_origin(annotation) is list:
-        return _split(flag, value, options[0])
+        result: Any = _split(flag, value, options[0])
+    else:
+        result = _scalar(flag, options, value)
+    if info is not None:
+        check_value(flag, info, result)
+    return result
+
+
+def check_value(flag: str, info: ParamInfo, value: Any) -> None:
+    """Raise ``ValueError`` naming ``--flag`` when ``value`` is not one of the choices or out of bounds."""
+    flag = flag.lstrip("-")
+    items = value if isinstance(value, list) else [value]
+    if info.choices:
+        bad = [v for v in items if v not in info.choices and not (v == "" and not isinstance(value, list))]
+        if bad:
+            raise ValueError(f"--{flag}: expected one of {', '.join(info.choices)}; got {', '.join(map(str, bad))}")
+    low, high = info.bounds
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            continue
+        if (low is not None and v < low) or (high is not None and v > high):
+            span = f">= {low}" if high is None else f"<= {high}" if low is None else f"within [{low}, {high}]"
+            raise ValueError(f"--{flag} must be {span}, got {v}")
+
+
+def fill_params(cls: type[P], values: Mapping[str, Any], base: P | None = None) -> P:
+    """``cls`` from CLI args or form values (names with - or _), over ``base`` (default: the defaults).
+
+    Unknown names, values of the wrong type, values outside the choices or bounds raise ``ValueError``
+    naming the flag.
+    """
+    hints = typing.get_type_hints(cls)
+    infos = info_of(cls)
+    changes: dict[str, Any] = {}
+    for raw, value in values.items():
+        key = str(raw).replace("-", "_")
+        if key not in hints:
+            raise ValueError(f"unknown parameter --{str(raw).replace('_', '-')}; known: "
+                             f"{', '.join(flag_name(n) for n in sorted(hints))}")
+        changes[key] = coerce_value(flag_name(key), hints[key], value, infos.get(key))
+    return dataclasses.replace(base, **changes) if base is not None else cls(**changes)
+
+
+def _scalar(flag: str, options: tuple[Any, ...], value: Any) -> Any:
     text = str(value).strip()
-    if type(None) in options and text.lower() in ("auto", "none"):
+    if type(None) in options and (value is None or text.lower() in ("auto", "none")):
         return None
     if bool in options:
         if isinstance(value, bool):
@@ -38,11 +137,11 @@ def coerce_value(flag: str, annotation: Any, value: Any) -> Any:
                 return kind(value)
             except (TypeError, ValueError):
                 raise ValueError(f"--{flag}: expected {kind.__name__}, got {value!r}") from None
-    raise ValueError(f"--{flag}: unsupported type {annotation}")
+    raise ValueError(f"--{flag}: unsupported type {options}")
 
 
 def _split(flag: str, value: Any, item: type) -> list[Any]:
-    values = value if isinstance(value, list) else str(value).split(",")
+    values = value if isinstance(value, list | tuple) else str(value).split(",")
     try:
         return [item(str(v).strip()) for v in values if str(v).strip()]
     except ValueError:

@@ -25,6 +25,8 @@ from rust_rewards.metrics import ModelSummary, long_metrics, summarize
 
 PARAMS_FILE = "params.json"
 PARAMS_HISTORY_FILE = "params_history.jsonl"
+STOP_FILE = "STOP"
+"""Created in a run folder to stop its training cleanly at the end of the current step (with a checkpoint)."""
 METRICS_FILE = "metrics.jsonl"
 COMPLETIONS_DIR = "completions"
 COMPLETION_GLOB = "step_*.parquet"

@@ -1,17 +1,15 @@
-"""What a GRPO run writes while it trains: reward timing, ``metrics.jsonl`` and per-completion parquet.
+"""What a GRPO run records while it trains: reward timing, verifier health, ``metrics.jsonl`` lines and
+per-completion rows.
 
 ``RewardRecorder`` wraps TRL reward functions (keeping each ``__name__``, sync or async): it times
 every call, reports ``reward_time`` (wall time of the whole reward phase of a generation batch) and
 ``reward_time/<name>`` through TRL's ``log_metric``, and keeps each batch's prompts, completions,
-columns and rewards. ``RunLogCallback`` appends one JSON line per logged step to ``metrics.jsonl``
-(adding ``reward_share`` = reward_time / step_time and the verifier's health: ``verify/completions``,
-``verify/internal_errors``, ``verify/timeouts``) and writes ``completions/step_NNNNNN.parquet`` with
-the rewards and ``Report.flat()`` verdict of every completion of the step. Under ``accelerate launch`` each
-process verifies its own completions; their rows and counts are gathered and the main process writes them.
-With an ``InfraGuard`` it stops training when verification keeps failing for infrastructure reasons
-(``InfrastructureError``), on every process at the same step.
+columns and rewards. ``completion_rows`` turns a batch into rows with the rewards and ``Report.flat()``
+verdict of every completion; ``StepHealth`` counts ``verify/completions``, ``verify/internal_errors`` and
+``verify/timeouts``; ``InfraGuard`` decides when verification keeps failing for infrastructure reasons
+(``InfrastructureError``). The trainer callbacks that write all this live in ``rust_rewards.train_callbacks``:
+this module does not import transformers.
 """
-
 from __future__ import annotations
 
 import datetime
@@ -28,14 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from transformers import TrainerCallback
 
-from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
+from rust_rewards.atomic import write_json_atomic
 from rust_rewards.extract import completion_text
-from rust_rewards.feedback_tool import ToolUse, tool_calls, tool_use
+from rust_rewards.feedback_tool import tool_calls
 from rust_rewards.report import Report
 from rust_rewards.run_logs import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE, load_params
-from rust_rewards.verifier import get_verifier
 
 METRICS_FILE = "metrics.jsonl"
 COMPLETIONS_DIR = "completions"
@@ -324,87 +320,6 @@ def append_metrics(out_dir: Path, step: int, logs: dict[str, Any]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with open(out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")
-
-
-class MetricsFileCallback(TrainerCallback):
-    """``metrics.jsonl`` for the supervised stage (loss, token accuracy, learning rate: no rewards to count)."""
-
-    def __init__(self, out_dir: str | Path) -> None:
-        self.out_dir = Path(out_dir)
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs and state.is_world_process_zero and "train_runtime" not in logs:
-            append_metrics(self.out_dir, state.global_step, logs)
-
-
-class RunLogCallback(TrainerCallback):
-    """Writes ``metrics.jsonl`` on every log and the step's completions parquet at every step end.
-
-    Every step's reports are counted (``StepHealth``), added to the next log line and shown to the
-    ``guard``; then the verifier forgets its internal-error reports (``forget``), so the next step
-    verifies those completions again while this step's consumers all saw the same report.
-    """
-
-    def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
-                 reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
-                 forget: Callable[[], object] | None = None, feedback: bool = False) -> None:
-        self.out_dir = Path(out_dir)
-        self.recorder = recorder
-        self.weights = weights
-        self.reports_for = reports_for
-        self.completions_every = completions_every
-        self.guard = guard
-        self.forget = forget or (lambda: get_verifier().forget_failures())
-        self._window = StepHealth(0)
-        self.feedback = feedback
-        self._tools = ToolUse()
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or not state.is_world_process_zero or "train_runtime" in logs:
-            return
-        if logs.get("reward_time") is not None and logs.get("step_time"):
-            logs["reward_share"] = logs["reward_time"] / logs["step_time"]
-        logs.update(self._window.metrics())
-        self._window = StepHealth(state.global_step)
-        if self.feedback:
-            logs.update(self._tools.metrics())
-            self._tools = ToolUse()
-        append_metrics(self.out_dir, state.global_step, logs)
-
-    def on_step_end(self, args, state, control, **kwargs):
-        batches = self.recorder.pop_batches()
-        reports = [self.reports_for(batch.completions, batch.columns) for batch in batches]
-        local = StepHealth.of(state.global_step, [r for batch_reports in reports for r in batch_reports])
-        write = self.completions_every > 0 and state.global_step % self.completions_every == 0
-        frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
-                  for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
-        tools = sum((tool_use(b.completions, r) for b, r in zip(batches, reports, strict=True)), ToolUse()) \
-            if self.feedback else ToolUse()
-        gathered = gather_across_processes((local, frames, tools))
-        health = sum((h for h, _, _ in gathered[1:]), gathered[0][0])
-        self._window = self._window + health
-        self._tools = sum((t for _, _, t in gathered), self._tools)
-        if self.guard is not None:  # every process sees the same counts, so all stop together
-            self.guard.observe(health, control, state.global_step >= state.max_steps)
-        if write and state.is_world_process_zero:
-            frames = [f.assign(process=rank) for rank, (_, fs, _) in enumerate(gathered) for f in fs]
-            if frames:
-                step = pd.concat(frames, ignore_index=True)
-                step.insert(step.columns.get_loc("task_id") + 1, "sample", step.groupby("task_id").cumcount())
-                write_parquet_atomic(step, completion_file(self.out_dir, state.global_step))
-        if local.internal_errors:
-            self.forget()
-
-
-class ProgressCallback(TrainerCallback):
-    """Calls ``report(step, max_steps, logs)`` after each log: for script lines or a notebook bar."""
-
-    def __init__(self, report: Callable[[int, int, dict[str, Any]], None]) -> None:
-        self.report = report
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_world_process_zero and logs is not None:
-            self.report(state.global_step, state.max_steps, logs)
 
 
 def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:

@@ -65,15 +65,34 @@ def test_plan_and_reductions_from_params(tmp_path):
     assert dry.per_device_train_batch_size == dry.num_generations and dry.gradient_accumulation_steps == 1
 
 
+def test_form_choices_are_values_trl_accepts(tmp_path):
+    """Every choice the form and the command line offer builds a GRPOConfig (no dropdown entry the run rejects)."""
+    from transformers.trainer_utils import SchedulerType
+
+    from train import LOSS_TYPES, LR_SCHEDULERS, SCALE_REWARDS
+
+    assert set(LR_SCHEDULERS) <= {s.value for s in SchedulerType}
+    for loss_type, scale, scheduler in zip(LOSS_TYPES, SCALE_REWARDS * 3, LR_SCHEDULERS * 2, strict=False):
+        config = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, loss_type=loss_type,
+                            scale_rewards=scale, lr_scheduler_type=scheduler)
+        assert (config.loss_type, config.scale_rewards, config.lr_scheduler_type.value) == (loss_type, scale, scheduler)
+
+
 def test_rejected_settings_fail_before_anything_runs(tmp_path):
-    """Refused by TrainingArguments (a field only GRPOConfig checks) or by resolve_params, before any output."""
-    cases = {("lr-scheduler-type", "sometimes"): "sometimes is not a valid SchedulerType",
-             ("num-generations", "3"): "multiple of num_generations",
-             ("vllm-gpu-memory-utilization", "1.5"): "--vllm-gpu-memory-utilization must be within"}
-    for (flag, value), message in cases.items():
-        params = params_from_mapping({"preset": "real", "dry-run": True, "output-dir": str(tmp_path), flag: value})
+    """Refused by the parameter checks (choices, bounds, combinations), before any output, whatever built the
+    params; the command line refuses the same values with the same message."""
+    cases = {("lr_scheduler_type", "sometimes"): "--lr-scheduler-type: expected one of cosine",
+             ("num_generations", 3): "multiple of num_generations",
+             ("vllm_gpu_memory_utilization", 1.5): "--vllm-gpu-memory-utilization must be within"}
+    for (name, value), message in cases.items():
+        params = dataclasses.replace(real(tmp_path), **{name: value})
         with pytest.raises(SettingRejected, match=message):
             run_dry_run(params)
+    with pytest.raises(ValueError, match="--lr-scheduler-type: expected one of cosine"):
+        params_from_mapping({"preset": "real", "lr-scheduler-type": "sometimes"})
+    with pytest.raises(ValueError, match="--vllm-gpu-memory-utilization must be within"):
+        params_from_mapping({"preset": "real", "vllm-gpu-memory-utilization": 1.5})
+    assert not any(tmp_path.iterdir())
     with pytest.raises(SettingRejected, match="tiny preset"):
         run_dry_run(params_from_mapping({"preset": "tiny", "dry-run": True}))
     with pytest.raises(SettingRejected, match="checks the GRPO stage from a fresh adapter"):
@@ -84,7 +103,7 @@ def test_rejected_settings_fail_before_anything_runs(tmp_path):
                            "nonsense", "--output-dir", str(tmp_path / "out")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "train.py: the full run would reject these settings: --loss-type" in proc.stderr
+    assert "train.py: --loss-type: expected one of dapo" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
 
 

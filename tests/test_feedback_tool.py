@@ -82,7 +82,7 @@ def test_feedback_turns_need_room_for_the_tool_answer():
 
     with pytest.raises(ValueError, match="--feedback-turns 1: the tool's answers .* use at least 320"):
         resolve_params(params_from_mapping({"preset": "tiny", "feedback-turns": 1}))
-    with pytest.raises(ValueError, match="--feedback-turns must be >= 0"):
+    with pytest.raises(ValueError, match="--feedback-turns must be within \\[0, 16\\], got -1"):
         resolve_params(params_from_mapping({"preset": "tiny", "feedback-turns": -1}))
 
 

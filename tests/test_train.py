@@ -26,11 +26,11 @@ import rust_rewards.verifier as verifier_module
 from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
 from rust_rewards.tasks import Task
+from rust_rewards.train_callbacks import RunLogCallback
 from rust_rewards.train_logging import (
     InfrastructureError,
     RewardBatch,
     RewardRecorder,
-    RunLogCallback,
     format_log_line,
 )
 from rust_rewards.verifier import Verifier
@@ -115,9 +115,9 @@ def test_presets_and_cli_values():
     assert (p.preset, p.max_steps, p.lr, p.loss_type, p.resume, p.wandb) == ("real", 3, 1e-5, "grpo", "yes", True)
     assert (p.bf16, p.use_vllm, p.run_name, p.num_generations) == (None, False, "7", 8)
     assert params_from_mapping({}).preset == "tiny"
-    with pytest.raises(ValueError, match="--max_stepz"):
+    with pytest.raises(ValueError, match="unknown parameter --max-stepz"):
         params_from_mapping({"max-stepz": 2})
-    with pytest.raises(ValueError, match="--max_steps: expected int"):
+    with pytest.raises(ValueError, match="--max-steps: expected int"):
         params_from_mapping({"max-steps": "many"})
     with pytest.raises(ValueError, match="--wandb: expected true/false"):
         params_from_mapping({"wandb": "maybe"})

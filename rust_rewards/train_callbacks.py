@@ -1,0 +1,130 @@
+"""The transformers ``TrainerCallback``s of a run: they write what ``rust_rewards.train_logging`` computes, report
+progress, and stop training cleanly on request.
+
+Kept apart from ``train_logging`` so that a notebook can show its form before transformers is imported.
+``RunLogCallback`` appends one JSON line per logged step to ``metrics.jsonl`` and writes the step's completions
+parquet; ``MetricsFileCallback`` does the first for the supervised stage; ``ProgressCallback`` calls a progress
+function; ``StopFileCallback`` ends training at the end of the current step, with a checkpoint, when the file
+``OUT/STOP`` appears (the notebook's Stop button writes it; ``touch OUT/STOP`` works from a shell).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from transformers import TrainerCallback
+
+from rust_rewards.atomic import write_parquet_atomic
+from rust_rewards.feedback_tool import ToolUse, tool_use
+from rust_rewards.run_logs import STOP_FILE
+from rust_rewards.train_logging import (
+    InfraGuard,
+    ReportsFor,
+    RewardRecorder,
+    StepHealth,
+    append_metrics,
+    completion_file,
+    completion_rows,
+    gather_across_processes,
+)
+from rust_rewards.verifier import get_verifier
+
+
+class MetricsFileCallback(TrainerCallback):
+    """``metrics.jsonl`` for the supervised stage (loss, token accuracy, learning rate: no rewards to count)."""
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.out_dir = Path(out_dir)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and state.is_world_process_zero and "train_runtime" not in logs:
+            append_metrics(self.out_dir, state.global_step, logs)
+
+
+class RunLogCallback(TrainerCallback):
+    """Writes ``metrics.jsonl`` on every log and the step's completions parquet at every step end.
+
+    Every step's reports are counted (``StepHealth``), added to the next log line and shown to the
+    ``guard``; then the verifier forgets its internal-error reports (``forget``), so the next step
+    verifies those completions again while this step's consumers all saw the same report.
+    """
+
+    def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
+                 reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
+                 forget: Callable[[], object] | None = None, feedback: bool = False) -> None:
+        self.out_dir = Path(out_dir)
+        self.recorder = recorder
+        self.weights = weights
+        self.reports_for = reports_for
+        self.completions_every = completions_every
+        self.guard = guard
+        self.forget = forget or (lambda: get_verifier().forget_failures())
+        self._window = StepHealth(0)
+        self.feedback = feedback
+        self._tools = ToolUse()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or not state.is_world_process_zero or "train_runtime" in logs:
+            return
+        if logs.get("reward_time") is not None and logs.get("step_time"):
+            logs["reward_share"] = logs["reward_time"] / logs["step_time"]
+        logs.update(self._window.metrics())
+        self._window = StepHealth(state.global_step)
+        if self.feedback:
+            logs.update(self._tools.metrics())
+            self._tools = ToolUse()
+        append_metrics(self.out_dir, state.global_step, logs)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        batches = self.recorder.pop_batches()
+        reports = [self.reports_for(batch.completions, batch.columns) for batch in batches]
+        local = StepHealth.of(state.global_step, [r for batch_reports in reports for r in batch_reports])
+        write = self.completions_every > 0 and state.global_step % self.completions_every == 0
+        frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
+                  for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
+        tools = sum((tool_use(b.completions, r) for b, r in zip(batches, reports, strict=True)), ToolUse()) \
+            if self.feedback else ToolUse()
+        gathered = gather_across_processes((local, frames, tools))
+        health = sum((h for h, _, _ in gathered[1:]), gathered[0][0])
+        self._window = self._window + health
+        self._tools = sum((t for _, _, t in gathered), self._tools)
+        if self.guard is not None:  # every process sees the same counts, so all stop together
+            self.guard.observe(health, control, state.global_step >= state.max_steps)
+        if write and state.is_world_process_zero:
+            frames = [f.assign(process=rank) for rank, (_, fs, _) in enumerate(gathered) for f in fs]
+            if frames:
+                step = pd.concat(frames, ignore_index=True)
+                step.insert(step.columns.get_loc("task_id") + 1, "sample", step.groupby("task_id").cumcount())
+                write_parquet_atomic(step, completion_file(self.out_dir, state.global_step))
+        if local.internal_errors:
+            self.forget()
+
+
+class ProgressCallback(TrainerCallback):
+    """Calls ``report(step, max_steps, logs)`` after each log: for script lines or a notebook bar."""
+
+    def __init__(self, report: Callable[[int, int, dict[str, Any]], None]) -> None:
+        self.report = report
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs is not None:
+            self.report(state.global_step, state.max_steps, logs)
+
+
+class StopFileCallback(TrainerCallback):
+    """Ends training after the current step, saving a checkpoint, once ``out_dir/STOP`` exists.
+
+    Every process checks the file and they agree (gathered), so all stop at the same step. The file stays for the
+    caller to see and remove (``run_training`` also removes a stale one before it starts).
+    """
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.path = Path(out_dir) / STOP_FILE
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if any(gather_across_processes(self.path.exists())):
+            control.should_save = True
+            control.should_training_stop = True
