@@ -7,7 +7,6 @@ with app.setup:
     import dataclasses
     import logging
     import time
-    import typing
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
     from typing import Any
@@ -17,14 +16,21 @@ with app.setup:
     import pandas as pd
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
-    from rust_rewards.importers import load_tasks
+    from rust_rewards.forms import param_controls, param_panel
+    from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
     from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, round_metrics, summarize
-    from rust_rewards.params import coerce_value
+    from rust_rewards.params import fill_params, param
+    from rust_rewards.paths import require_file, resolve_files
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
     from rust_rewards.verifier import BACKENDS, verifier_for
 
     log = logging.getLogger("eval")
+    ROOT = Path(__file__).resolve().parent
+    TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/*.parquet",
+                  "qwen3-rust-finetune/processed*/*.parquet")
+    PREDICTION_FILES = ("qwen3-rust-finetune/predictions/*.parquet", "qwen3-rust-finetune/predictions/*.jsonl",
+                        "outputs/**/predictions*.parquet")
 
 
 @app.cell(hide_code=True)
@@ -46,14 +52,24 @@ def _():
 class EvalParams:
     """Every knob of an eval run (CLI flags use the same names; repeat --predictions or use commas)."""
 
-    tasks: str = "qwen3-rust-finetune/processed/eval.parquet"
-    predictions: list[str] = dataclasses.field(default_factory=list)
-    out: str = "qwen3-rust-finetune/eval"
-    k: list[int] = dataclasses.field(default_factory=lambda: [1, 5])
-    workers: int = 0
-    top: int = 10
-    verifier: str = "local"
-    ray_address: str = "auto"
+    tasks: str = param("qwen3-rust-finetune/processed/eval.parquet", help="tasks the predictions answer "
+                       "(process_data.py's eval.parquet, any task jsonl/parquet, or a Hugging Face dataset); their "
+                       "hidden tests decide pass@k", group="Data", files=TASK_FILES)
+    predictions: list[str] = param(default_factory=list, help="prediction files (parquet/jsonl: task_id, completion; "
+                                   "optional model, sample, round), one model per file unless it has a model column",
+                                   group="Data", files=PREDICTION_FILES)
+    out: str = param("qwen3-rust-finetune/eval", help="folder for results.parquet (one row per completion) and "
+                     "summary.json (per model)", group="Output")
+    k: list[int] = param(default_factory=lambda: [1, 5], help="k values of hidden-test pass@k, comma-separated, "
+                         "each >= 1", group="Metrics")
+    workers: int = param(0, help="cargo processes at once (0: one per usable CPU)", group="Verifier", advanced=True,
+                         bounds=(0, None))
+    top: int = param(10, help="most frequent compiler error codes and clippy lints listed per model (0: none)",
+                     group="Metrics", bounds=(0, None))
+    verifier: str = param("local", help="where cargo runs: local sandboxes, or workers of a Ray cluster",
+                          group="Verifier", choices=BACKENDS)
+    ray_address: str = param("auto", help="the Ray cluster of `--verifier ray`: auto, local or HOST:PORT",
+                             group="Verifier", advanced=True)
 
     def __post_init__(self) -> None:
         if any(k < 1 for k in self.k):
@@ -64,15 +80,29 @@ class EvalParams:
 
 @app.function
 def params_from_mapping(values: Mapping[str, Any]) -> EvalParams:
-    """Fill ``EvalParams`` from CLI args or form values; unknown names and bad values raise."""
-    hints = typing.get_type_hints(EvalParams)
-    kwargs: dict[str, Any] = {}
-    for raw, value in values.items():
-        key = str(raw).replace("-", "_")
-        if key not in hints:
-            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(hints))}")
-        kwargs[key] = coerce_value(str(raw), hints[key], value)
-    return EvalParams(**kwargs)
+    """Fill ``EvalParams`` from CLI args or form values; unknown names and bad values raise, naming the flag."""
+    return fill_params(EvalParams, values)
+
+
+@app.function
+def checked_params(params: EvalParams) -> EvalParams:
+    """``params`` with input paths resolved (``rust_rewards.paths``); ``ValueError`` for what the run would refuse
+    before verifying anything: no predictions file, a missing one, a missing tasks file."""
+    params = resolve_files(params, ROOT)
+    if not params.predictions:
+        raise ValueError("no predictions file given (--predictions PATH)")
+    for path in params.predictions:
+        require_file("predictions", path)
+    require_file("tasks", params.tasks, LOCAL_SUFFIXES)
+    return params
+
+
+@app.function
+def run_summary(params: EvalParams) -> str:
+    """One line (markdown) saying what an eval run with ``params`` does."""
+    files = ", ".join(f"`{Path(p).name}`" for p in params.predictions)
+    return (f"Ready: score {files} against the hidden tests of `{params.tasks}` on the {params.verifier} verifier, "
+            f"pass@k for k = {', '.join(map(str, params.k))}; results go to `{params.out}`.")
 
 
 @app.function
@@ -265,52 +295,48 @@ def log_progress(done: int, total: int) -> None:
 
 @app.cell
 def _():
-    defaults = EvalParams()
-    form = (
-        mo.md(
-            """
-            **Tasks file** {tasks}
-
-            **Predictions** (comma-separated parquet/jsonl files) {predictions}
-
-            **Output folder** {out} {k} {workers} {top}
-
-            **Verifier** {verifier} {ray_address}
-            """
-        )
-        .batch(
-            tasks=mo.ui.text(value=defaults.tasks, full_width=True),
-            predictions=mo.ui.text(value="", full_width=True),
-            out=mo.ui.text(value=defaults.out, full_width=True),
-            k=mo.ui.text(value=",".join(map(str, defaults.k)), label="k values"),
-            workers=mo.ui.number(start=0, stop=512, value=defaults.workers, label="workers (0 = all cores)"),
-            top=mo.ui.number(start=1, stop=100, value=defaults.top, label="top error codes / lints"),
-            verifier=mo.ui.dropdown(options=list(BACKENDS), value=defaults.verifier, label="where cargo runs"),
-            ray_address=mo.ui.text(value=defaults.ray_address, label="Ray address (auto, local or HOST:PORT)"),
-        )
-        .form(submit_button_label="Evaluate")
-    )
-    form
-    return (form,)
+    is_script = mo.app_meta().mode == "script"
+    if is_script:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    cli_params = params_from_mapping(mo.cli_args())
+    return cli_params, is_script
 
 
 @app.cell
-def _(form):
-    if mo.app_meta().mode == "script":
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-        params = params_from_mapping(mo.cli_args())
+def _(cli_params, is_script):
+    controls = None if is_script else param_controls(EvalParams, cli_params, ROOT)
+    run_button = mo.ui.run_button(label="Evaluate")
+    return controls, run_button
+
+
+@app.cell
+def _(controls, run_button):
+    mo.stop(controls is None)
+    mo.vstack([param_panel(controls, EvalParams), run_button])
+    return
+
+
+@app.cell
+def _(cli_params, controls, is_script):
+    if is_script:
+        params, _status = checked_params(cli_params), None
     else:
-        mo.stop(form.value is None, mo.md("Fill the form and press **Evaluate**."))
-        params = params_from_mapping(form.value)
-    params
+        try:
+            params = checked_params(params_from_mapping(controls.value))
+            _status = mo.md(run_summary(params))
+        except ValueError as _err:
+            params, _status = None, mo.callout(mo.md(f"**Cannot evaluate yet.** {_err}"), kind="danger")
+    _status
     return (params,)
 
 
 @app.cell
-def _(params):
-    if mo.app_meta().mode == "script":
+def _(is_script, params, run_button):
+    if is_script:
         results, summaries = run_eval(params, progress=log_progress)
     else:
+        mo.stop(params is None, mo.md("Fix the parameters above, then press **Evaluate**."))
+        mo.stop(not run_button.value, mo.md("Press **Evaluate** to score the predictions."))
         with marimo_progress("Verifying", remove_on_exit=True) as _progress:
             results, summaries = run_eval(params, progress=_progress)
     mo.md(f"Wrote `{Path(params.out) / 'results.parquet'}` and `{Path(params.out) / 'summary.json'}`")

@@ -6,7 +6,6 @@ app = marimo.App(width="medium")
 with app.setup:
     import dataclasses
     import logging
-    import typing
     from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
@@ -15,6 +14,7 @@ with app.setup:
     import pandas as pd
 
     from rust_rewards.feedback import DEFAULT_MAX_TOKENS
+    from rust_rewards.forms import param_controls, param_panel
     from rust_rewards.generation import (
         BACKENDS,
         SamplingParams,
@@ -26,12 +26,18 @@ with app.setup:
         run_columns,
         vllm_available,
     )
-    from rust_rewards.importers import load_tasks
-    from rust_rewards.params import coerce_value
+    from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
+    from rust_rewards.params import fill_params, param
+    from rust_rewards.paths import repo_path, require_file, resolve_files
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
 
     log = logging.getLogger("inference")
+    ROOT = Path(__file__).resolve().parent
+    BACKEND_CHOICES = ("auto", *BACKENDS)
+    TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/*.parquet",
+                  "qwen3-rust-finetune/processed*/*.parquet")
+    ADAPTER_DIRS = ("outputs/*/adapter/", "outputs/*/checkpoint-*/")
 
 
 @app.cell(hide_code=True)
@@ -53,24 +59,39 @@ def _():
 class InferenceParams:
     """Every knob of an inference run (CLI flags use the same names, with - or _)."""
 
-    model: str = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
-    adapter: str = ""
-    merge: bool = False
-    tasks: str = "qwen3-rust-finetune/processed/eval.parquet"
-    out: str = ""
-    name: str = ""
-    n: int = 1
-    temperature: float = 0.2
-    top_p: float = 0.9
-    max_new_tokens: int = 512
-    greedy: bool = False
-    seed: int = 0
-    limit: int = 0
-    batch_size: int = 8
-    chunk_size: int = 32
-    backend: str = "auto"
-    repair_rounds: int = 0
-    feedback_tokens: int = DEFAULT_MAX_TOKENS
+    model: str = param("Qwen/Qwen2.5-Coder-1.5B-Instruct", help="hub name or local folder of the base model",
+                       group="Model")
+    adapter: str = param("", help="LoRA adapter folder applied to the model (empty: the base model alone)",
+                         group="Model", files=ADAPTER_DIRS)
+    merge: bool = param(False, help="merge the adapter into the weights before generating (hf backend only)",
+                        group="Model", advanced=True)
+    tasks: str = param("qwen3-rust-finetune/processed/eval.parquet", help="tasks to answer: process_data.py's "
+                       "eval.parquet, any task jsonl/parquet, or a Hugging Face dataset", group="Data",
+                       files=TASK_FILES)
+    out: str = param("", help="predictions parquet; a rerun with the same file resumes (empty: "
+                     "qwen3-rust-finetune/predictions/LABEL.parquet)", group="Output")
+    name: str = param("", help="label written to the model column (empty: the model's name, plus the adapter's "
+                      "last two path parts)", group="Output")
+    n: int = param(1, help="completions sampled per task (1 with greedy)", group="Sampling", bounds=(1, None))
+    temperature: float = param(0.2, help="sampling temperature, > 0 (ignored with greedy)", group="Sampling",
+                               bounds=(0.0, None), step=0.05)
+    top_p: float = param(0.9, help="nucleus sampling mass, in (0, 1] (ignored with greedy)", group="Sampling",
+                         bounds=(0.0, 1.0), step=0.05)
+    max_new_tokens: int = param(512, help="most tokens generated per answer (longer ones are cut and marked "
+                                "truncated)", group="Sampling", bounds=(1, None))
+    greedy: bool = param(False, help="greedy decoding: deterministic, needs n = 1", group="Sampling")
+    seed: int = param(0, help="random seed of the sampler", group="Sampling", advanced=True)
+    limit: int = param(0, help="answer only the first N tasks (0: all)", group="Data", bounds=(0, None))
+    batch_size: int = param(8, help="prompts per generate call (hf backend)", group="Backend", advanced=True,
+                            bounds=(1, None))
+    chunk_size: int = param(32, help="completions per chunk written to disk (at most what an interrupted run loses)",
+                            group="Backend", advanced=True, bounds=(1, None))
+    backend: str = param("auto", help="generation engine: auto takes vLLM when installed with a GPU and no merge, "
+                         "else hf (transformers)", group="Backend", choices=BACKEND_CHOICES)
+    repair_rounds: int = param(0, help="follow-up turns with compiler and test feedback for answers failing build, "
+                               "clippy or their own tests (0: one-shot)", group="Repair", bounds=(0, None))
+    feedback_tokens: int = param(DEFAULT_MAX_TOKENS, help="most tokens of feedback in one repair turn",
+                                 group="Repair", advanced=True, bounds=(1, None))
 
     def __post_init__(self) -> None:
         if self.repair_rounds < 0 or self.feedback_tokens < 1:
@@ -104,15 +125,29 @@ class InferenceParams:
 
 @app.function
 def params_from_mapping(values: Mapping[str, Any]) -> InferenceParams:
-    """Fill ``InferenceParams`` from CLI args or form values; unknown names and bad values raise."""
-    hints = typing.get_type_hints(InferenceParams)
-    kwargs: dict[str, Any] = {}
-    for raw, value in values.items():
-        key = str(raw).replace("-", "_")
-        if key not in hints:
-            raise ValueError(f"unknown parameter --{raw}; known: {', '.join(sorted(hints))}")
-        kwargs[key] = coerce_value(str(raw), hints[key], value)
-    return InferenceParams(**kwargs)
+    """Fill ``InferenceParams`` from CLI args or form values; unknown names and bad values raise, naming the flag."""
+    return fill_params(InferenceParams, values)
+
+
+@app.function
+def checked_params(params: InferenceParams) -> InferenceParams:
+    """``params`` with input paths resolved (``rust_rewards.paths``; the model too when it is a local folder);
+    ``ValueError`` for what the run would refuse before loading the model: sampling settings that do not go
+    together (greedy with n > 1), a missing tasks file."""
+    params = dataclasses.replace(resolve_files(params, ROOT), model=repo_path(params.model, ROOT))
+    params.sampling()
+    require_file("tasks", params.tasks, LOCAL_SUFFIXES)
+    return params
+
+
+@app.function
+def run_summary(params: InferenceParams) -> str:
+    """One line (markdown) saying what an inference run with ``params`` does."""
+    sampling = "greedy" if params.greedy else f"temperature {params.temperature}, top_p {params.top_p}"
+    repair = f", up to {params.repair_rounds} repair round(s)" if params.repair_rounds else ""
+    limit = f"the first {params.limit} tasks" if params.limit else "every task"
+    return (f"Ready: {params.n} completion(s) of at most {params.max_new_tokens} tokens for {limit} of "
+            f"`{params.tasks}` ({sampling}{repair}) as **{params.model_name()}** into `{params.out_path()}`.")
 
 
 @app.function
@@ -156,67 +191,48 @@ def log_progress(done: int, total: int) -> None:
 
 @app.cell
 def _():
-    defaults = InferenceParams()
-    form = (
-        mo.md(
-            """
-            **Model** {model} **LoRA adapter** (optional) {adapter} {merge}
-
-            **Tasks file** {tasks} **Output parquet** (empty: derived from the model) {out} **Label** {name}
-
-            {n} {temperature} {top_p} {max_new_tokens} {greedy} {seed}
-
-            {limit} {batch_size} {chunk_size} {backend}
-
-            {repair_rounds} {feedback_tokens}
-            """
-        )
-        .batch(
-            model=mo.ui.text(value=defaults.model, full_width=True),
-            adapter=mo.ui.text(value=defaults.adapter, full_width=True),
-            merge=mo.ui.checkbox(label="merge adapter", value=defaults.merge),
-            tasks=mo.ui.text(value=defaults.tasks, full_width=True),
-            out=mo.ui.text(value=defaults.out, full_width=True),
-            name=mo.ui.text(value=defaults.name),
-            n=mo.ui.number(start=1, stop=200, value=defaults.n, label="samples per task"),
-            temperature=mo.ui.number(start=0.01, stop=2.0, step=0.01, value=defaults.temperature,
-                                     label="temperature"),
-            top_p=mo.ui.number(start=0.01, stop=1.0, step=0.01, value=defaults.top_p, label="top_p"),
-            max_new_tokens=mo.ui.number(start=1, stop=8192, value=defaults.max_new_tokens,
-                                        label="max new tokens"),
-            greedy=mo.ui.checkbox(label="greedy", value=defaults.greedy),
-            seed=mo.ui.number(start=0, stop=2**31 - 1, value=defaults.seed, label="seed"),
-            limit=mo.ui.number(start=0, stop=10**7, value=defaults.limit, label="limit (0 = all)"),
-            batch_size=mo.ui.number(start=1, stop=1024, value=defaults.batch_size, label="batch size"),
-            chunk_size=mo.ui.number(start=1, stop=100000, value=defaults.chunk_size, label="rows per chunk"),
-            backend=mo.ui.dropdown(options=["auto", *BACKENDS], value=defaults.backend, label="backend"),
-            repair_rounds=mo.ui.number(start=0, stop=10, value=defaults.repair_rounds, label="repair rounds"),
-            feedback_tokens=mo.ui.number(start=32, stop=4096, value=defaults.feedback_tokens,
-                                         label="feedback tokens (max)"),
-        )
-        .form(submit_button_label="Generate")
-    )
-    form
-    return (form,)
+    is_script = mo.app_meta().mode == "script"
+    if is_script:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    cli_params = params_from_mapping(mo.cli_args())
+    return cli_params, is_script
 
 
 @app.cell
-def _(form):
-    if mo.app_meta().mode == "script":
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-        params = params_from_mapping(mo.cli_args())
+def _(cli_params, is_script):
+    controls = None if is_script else param_controls(InferenceParams, cli_params, ROOT)
+    run_button = mo.ui.run_button(label="Generate")
+    return controls, run_button
+
+
+@app.cell
+def _(controls, run_button):
+    mo.stop(controls is None)
+    mo.vstack([param_panel(controls, InferenceParams), run_button])
+    return
+
+
+@app.cell
+def _(cli_params, controls, is_script):
+    if is_script:
+        params, _status = checked_params(cli_params), None
     else:
-        mo.stop(form.value is None, mo.md("Fill the form and press **Generate**."))
-        params = params_from_mapping(form.value)
-    params
+        try:
+            params = checked_params(params_from_mapping(controls.value))
+            _status = mo.md(run_summary(params))
+        except ValueError as _err:
+            params, _status = None, mo.callout(mo.md(f"**Cannot generate yet.** {_err}"), kind="danger")
+    _status
     return (params,)
 
 
 @app.cell
-def _(params):
-    if mo.app_meta().mode == "script":
+def _(is_script, params, run_button):
+    if is_script:
         predictions = run_inference(params, progress=log_progress)
     else:
+        mo.stop(params is None, mo.md("Fix the parameters above, then press **Generate**."))
+        mo.stop(not run_button.value, mo.md("Press **Generate** to sample completions."))
         with marimo_progress("Generating", remove_on_exit=True) as _progress:
             predictions = run_inference(params, progress=_progress)
     mo.md(f"Wrote **{len(predictions)}** rows to `{params.out_path()}`")

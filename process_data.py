@@ -10,29 +10,35 @@ with app.setup:
     import statistics
     import sys
     import time
-    import typing
     from collections import Counter, defaultdict
     from collections.abc import Callable, Mapping
-    from dataclasses import asdict, dataclass, field
+    from dataclasses import asdict, dataclass, field, fields
     from datetime import UTC, datetime
     from pathlib import Path
     from typing import Any
 
+    import altair as alt
     import marimo as mo
     import pyarrow as pa
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
-    from rust_rewards.importers import load_tasks
-    from rust_rewards.params import coerce_value
+    from rust_rewards.forms import param_controls, param_panel
+    from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
+    from rust_rewards.params import fill_params, param
+    from rust_rewards.paths import require_file, resolve_files
     from rust_rewards.progress import marimo_progress
     from rust_rewards.prompts import chat_messages
     from rust_rewards.tasks import TASK_COLUMNS, Task
+    from rust_rewards.verifier import BACKENDS
 
     DEFAULT_SOURCE = "qwen3-rust-finetune/bundled_tasks.jsonl"
     DEFAULT_TOKENIZER = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     TASK_SCHEMA = pa.schema(
         [(name, pa.bool_() if name == "test_release" else pa.string()) for name in TASK_COLUMNS]
     )
+    ROOT = Path(__file__).resolve().parent
+    TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/*.parquet",
+                  "qwen3-rust-finetune/processed*/*.parquet")
 
 
 @app.cell(hide_code=True)
@@ -55,20 +61,34 @@ def _():
 class Params:
     """Every parameter of a processing run (from the command line or the form)."""
 
-    source: str = DEFAULT_SOURCE
-    oxen_repo: str = ""
-    split: str = ""
-    revision: str = ""
-    out: str = "qwen3-rust-finetune/processed"
-    eval_fraction: float = 0.1
-    seed: int = 42
-    tokenizer: str = DEFAULT_TOKENIZER
-    max_prompt_tokens: int = 512
-    verify: bool = True
-    workers: int = 0
-    near_dup_threshold: float = 0.9
-    verifier: str = "local"
-    ray_address: str = "auto"
+    source: str = param(DEFAULT_SOURCE, help="tasks to process: a jsonl/parquet file (ours, MultiPL-E or Exercism "
+                        "rows), a Hugging Face dataset name, or a path in the Oxen repo", group="Source",
+                        files=TASK_FILES)
+    oxen_repo: str = param("", help="Oxen repository the source path lives in, e.g. ox/Rust (empty: not Oxen)",
+                           group="Source", advanced=True)
+    split: str = param("", help="Hugging Face dataset split (empty: train)", group="Source", advanced=True)
+    revision: str = param("", help="Hugging Face or Oxen revision: branch, tag or commit (empty: the latest)",
+                          group="Source", advanced=True)
+    out: str = param("qwen3-rust-finetune/processed", help="folder for train.parquet, eval.parquet and "
+                     "manifest.json", group="Output")
+    eval_fraction: float = param(0.1, help="share of tasks held out for eval, in [0, 1) (0: no eval split)",
+                                 group="Split", bounds=(0.0, None), step=0.01)
+    seed: int = param(42, help="seed of the hash that assigns tasks to train or eval", group="Split", advanced=True)
+    tokenizer: str = param(DEFAULT_TOKENIZER, help="tokenizer counting prompt tokens: hub name, local folder, or "
+                           "none to skip the token budget", group="Token budget")
+    max_prompt_tokens: int = param(512, help="tasks whose chat prompt (system prompt included) is longer are "
+                                   "dropped", group="Token budget", bounds=(1, None))
+    verify: bool = param(True, help="check each reference solution against its reference tests and drop the ones "
+                         "that fail (--no-verify: keep all)", group="Verification")
+    workers: int = param(0, help="cargo processes at once (0: one per usable CPU)", group="Verification",
+                         advanced=True, bounds=(0, None))
+    near_dup_threshold: float = param(0.9, help="prompts whose token Jaccard similarity with an earlier kept "
+                                      "prompt reaches this are dropped as near duplicates, in (0, 1]",
+                                      group="Deduplication", bounds=(0.0, 1.0), step=0.01)
+    verifier: str = param("local", help="where cargo runs: local sandboxes, or workers of a Ray cluster",
+                          group="Verification", choices=BACKENDS)
+    ray_address: str = param("auto", help="the Ray cluster of `--verifier ray`: auto, local or HOST:PORT",
+                             group="Verification", advanced=True)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.eval_fraction < 1.0:
@@ -79,24 +99,21 @@ class Params:
             raise ValueError(f"--max-prompt-tokens must be positive, got {self.max_prompt_tokens}")
         if self.workers < 0:
             raise ValueError(f"--workers must be >= 0 (0 = all cores), got {self.workers}")
-        if self.verifier not in ("local", "ray"):
-            raise ValueError(f"--verifier: expected local or ray, got {self.verifier!r}")
+        if self.verifier not in BACKENDS:
+            raise ValueError(f"--verifier: expected one of {BACKENDS}, got {self.verifier!r}")
 
     @classmethod
     def from_cli(cls, args: Mapping[str, Any]) -> "Params":
-        """Parameters from ``mo.cli_args()`` (``--eval-fraction 0.2``, ``--no-verify``)."""
-        types = typing.get_type_hints(cls)
-        values: dict[str, Any] = {}
-        for raw_key, value in args.items():
-            key = raw_key.replace("-", "_")
-            if key == "no_verify":
-                values["verify"] = False
-                continue
-            if key not in types:
-                known = ", ".join("--" + name.replace("_", "-") for name in types)
-                raise ValueError(f"unknown argument --{raw_key}; known: {known}, --no-verify")
-            values[key] = coerce_value(key.replace("_", "-"), types[key], value)
-        return cls(**values)
+        """Parameters from ``mo.cli_args()`` (``--eval-fraction 0.2``, ``--no-verify``) or form values."""
+        values = {str(key).replace("-", "_"): value for key, value in args.items()}
+        if values.pop("no_verify", None) is not None:
+            values["verify"] = False
+        names = [f.name for f in fields(cls)]
+        unknown = [key for key in values if key not in names]
+        if unknown:
+            known = ", ".join("--" + name.replace("_", "-") for name in names)
+            raise ValueError(f"unknown argument --{unknown[0].replace('_', '-')}; known: {known}, --no-verify")
+        return fill_params(cls, values)
 
 
 @app.class_definition
@@ -290,6 +307,12 @@ def verify_tasks(tasks: list[Task], *, enabled: bool = True, workers: int = 0, b
 
 
 @app.function
+def is_local_tokenizer(name: str) -> bool:
+    """Whether ``--tokenizer`` names a local folder: a path (., /, ~) or anything existing on disk."""
+    return name.startswith((".", "/", "~")) or Path(name).expanduser().exists()
+
+
+@app.function
 def load_tokenizer(name: str) -> tuple[Any | None, str]:
     """(tokenizer, note): ``none`` skips the check, and so does a hub tokenizer that cannot be fetched
     (with a note saying why); a local path that does not exist is an error."""
@@ -297,8 +320,8 @@ def load_tokenizer(name: str) -> tuple[Any | None, str]:
         return None, "skipped: --tokenizer none"
     from transformers import AutoTokenizer
 
-    local = Path(name).expanduser()
-    if name.startswith((".", "/", "~")) or local.exists():
+    if is_local_tokenizer(name):
+        local = Path(name).expanduser()
         if not local.is_dir():
             raise FileNotFoundError(f"--tokenizer {name!r}: no such tokenizer directory")
         return AutoTokenizer.from_pretrained(local), ""
@@ -460,6 +483,45 @@ def run_pipeline(params: Params, progress: Callable[[int, int], None] | bool | N
     return PipelineResult(train, held_out, stages, manifest)
 
 
+@app.function
+def checked_params(params: Params) -> Params:
+    """``params`` with the source path resolved (``rust_rewards.paths``; not a path in an Oxen repo);
+    ``ValueError`` for what the run would refuse, before verifying anything: a missing local source file or
+    tokenizer folder."""
+    if not params.oxen_repo:
+        params = resolve_files(params, ROOT)
+        require_file("source", params.source, LOCAL_SUFFIXES)
+    if is_local_tokenizer(params.tokenizer) and not Path(params.tokenizer).expanduser().is_dir():
+        raise ValueError(f"--tokenizer {params.tokenizer!r}: no such tokenizer directory")
+    return params
+
+
+@app.function
+def run_summary(params: Params) -> str:
+    """One line (markdown) saying what a processing run with ``params`` does."""
+    source = f"`{params.source}`" + (f" of Oxen repo `{params.oxen_repo}`" if params.oxen_repo else "")
+    verify = f"verify references on the {params.verifier} verifier" if params.verify else "no verification"
+    budget = ("no token budget" if params.tokenizer.strip().lower() in ("", "none")
+              else f"prompts up to {params.max_prompt_tokens} tokens of `{params.tokenizer}`")
+    return (f"Ready: process {source} ({verify}, {budget}, {params.eval_fraction:.0%} held out for eval) "
+            f"into `{params.out}`.")
+
+
+@app.function
+def dropped_chart(dropped: list[Dropped]) -> alt.Chart | None:
+    """Dropped tasks counted by stage and reason, one bar per reason (None when nothing was dropped)."""
+    counts = Counter((d.stage, d.reason) for d in dropped)
+    if not counts:
+        return None
+    rows = [{"stage": stage, "reason": reason, "tasks": n} for (stage, reason), n in counts.items()]
+    return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+        x=alt.X("tasks:Q", title="dropped tasks", axis=alt.Axis(tickMinStep=1)),
+        y=alt.Y("reason:N", title=None, sort="-x"),
+        color=alt.Color("stage:N", sort=list(dict.fromkeys(s for s, _ in counts))),
+        tooltip=["stage:N", "reason:N", "tasks:Q"],
+    ).properties(width=420, height=alt.Step(22))
+
+
 @app.cell
 def _():
     is_script = mo.app_meta().mode == "script"
@@ -468,57 +530,41 @@ def _():
 
 
 @app.cell
-def _(cli_params):
-    form = mo.md("""
-    **Source**: {source} Oxen repo: {oxen_repo} HF split: {split}
-
-    **Output directory**: {out}
-
-    **Split**: eval fraction {eval_fraction} seed {seed}
-
-    **Token budget**: tokenizer {tokenizer} max prompt tokens {max_prompt_tokens}
-
-    **Verification**: {verify} workers {workers} on {verifier} {ray_address} near-duplicate Jaccard threshold
-    {near_dup_threshold}
-    """).batch(
-        source=mo.ui.text(value=cli_params.source, placeholder="file, HF dataset or path in Oxen repo",
-                          full_width=True),
-        oxen_repo=mo.ui.text(value=cli_params.oxen_repo, placeholder="e.g. ox/Rust"),
-        split=mo.ui.text(value=cli_params.split, placeholder="train"),
-        out=mo.ui.text(value=cli_params.out, full_width=True),
-        eval_fraction=mo.ui.number(0.0, 0.99, step=0.01, value=cli_params.eval_fraction),
-        seed=mo.ui.number(0, 2**31 - 1, value=cli_params.seed),
-        tokenizer=mo.ui.text(value=cli_params.tokenizer, placeholder="name, local path or none"),
-        max_prompt_tokens=mo.ui.number(16, 32768, value=cli_params.max_prompt_tokens),
-        verify=mo.ui.checkbox(value=cli_params.verify, label="verify reference solutions"),
-        workers=mo.ui.number(0, 256, value=cli_params.workers, label="(0 = all cores)"),
-        verifier=mo.ui.dropdown(options=["local", "ray"], value=cli_params.verifier),
-        ray_address=mo.ui.text(value=cli_params.ray_address, placeholder="auto, local or HOST:PORT"),
-        near_dup_threshold=mo.ui.slider(0.5, 1.0, step=0.01, value=cli_params.near_dup_threshold,
-                                        show_value=True),
-    ).form(submit_button_label="Process", bordered=True)
-    form
-    return (form,)
+def _(cli_params, is_script):
+    controls = None if is_script else param_controls(Params, cli_params, ROOT)
+    run_button = mo.ui.run_button(label="Process")
+    return controls, run_button
 
 
 @app.cell
-def _(cli_params, form, is_script):
+def _(controls, run_button):
+    mo.stop(controls is None)
+    mo.vstack([param_panel(controls, Params), run_button])
+    return
+
+
+@app.cell
+def _(cli_params, controls, is_script):
     if is_script:
-        params = cli_params
+        params, _status = checked_params(cli_params), None
     else:
-        mo.stop(form.value is None, mo.md("Set the parameters and press **Process**."))
-        params = Params(**{**asdict(cli_params), **form.value,
-                           "seed": int(form.value["seed"]), "workers": int(form.value["workers"]),
-                           "max_prompt_tokens": int(form.value["max_prompt_tokens"])})
+        try:
+            params = checked_params(Params.from_cli(controls.value))
+            _status = mo.md(run_summary(params))
+        except ValueError as _err:
+            params, _status = None, mo.callout(mo.md(f"**Cannot process yet.** {_err}"), kind="danger")
+    _status
     return (params,)
 
 
 @app.cell
-def _(is_script, params):
+def _(is_script, params, run_button):
     _log = lambda line: print(line, file=sys.stderr)  # noqa: E731
     if is_script:
         result = run_pipeline(params, progress=True, log=_log)
     else:
+        mo.stop(params is None, mo.md("Fix the parameters above, then press **Process**."))
+        mo.stop(not run_button.value, mo.md("Set the parameters and press **Process**."))
         with marimo_progress("Verifying reference solutions") as _progress:
             result = run_pipeline(params, progress=_progress, log=_log)
     return (result,)
@@ -541,10 +587,11 @@ def _(result):
 @app.cell
 def _(result):
     _rows = [asdict(d) for d in result.dropped]
+    _chart = dropped_chart(result.dropped)
     mo.vstack([
         mo.md(f"## Dropped rows ({len(_rows)})"),
-        mo.ui.table(_rows, label="dropped rows and why", selection=None) if _rows
-        else mo.md("Nothing was dropped."),
+        *([mo.ui.altair_chart(_chart), mo.ui.table(_rows, label="dropped rows and why", selection=None)]
+          if _chart is not None else [mo.md("Nothing was dropped.")]),
         mo.md("### Failures by reason"),
         mo.ui.table([{"reason": k, "count": v} for k, v in result.manifest["failures_by_reason"].items()]
                     + [{"reason": f"error code {k}", "count": v}

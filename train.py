@@ -21,7 +21,7 @@ with app.setup:
     from rust_rewards.cpus import cpu_share
     from rust_rewards.dry_run import SettingRejected
     from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
-    from rust_rewards.forms import param_controls, param_panel
+    from rust_rewards.forms import control, param_controls, param_panel
     from rust_rewards.importers import load_tasks
     from rust_rewards.params import coerce_value, fill_params, flag_name, info_of, param
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
@@ -1072,8 +1072,7 @@ def _(cli_values, preset):
     except ValueError as _err:
         form_defaults, _problem = preset_params(preset.value), str(_err)
     controls = param_controls(TrainParams, form_defaults, ROOT, skip=("preset", "rewards", "reward_weights"))
-    reward_pick = param_controls(TrainParams, form_defaults, ROOT,
-                                 skip=tuple(f.name for f in dataclasses.fields(TrainParams) if f.name != "rewards"))
+    reward_pick = control("rewards", list[str], form_defaults.rewards, info_of(TrainParams)["rewards"], ROOT)
     train_button = mo.ui.run_button(label="Train", kind="success")
     _panel = param_panel(controls, TrainParams, extra={"Rewards": [reward_pick]})
     mo.vstack([field_problem(f"command line: {_problem}"), _panel] if _problem else [_panel])
@@ -1082,7 +1081,7 @@ def _(cli_values, preset):
 
 @app.cell(hide_code=True)
 def _(form_defaults, reward_pick):
-    reward_weights = reward_weight_controls(reward_pick.value["rewards"], form_defaults)
+    reward_weights = reward_weight_controls(reward_pick.value, form_defaults)
     mo.vstack([mo.md("**Reward weights** (the total reward is their weighted sum)"),
                mo.hstack(list(reward_weights.elements.values()), wrap=True, justify="start")])
     return (reward_weights,)
@@ -1091,7 +1090,7 @@ def _(form_defaults, reward_pick):
 @app.cell(hide_code=True)
 def _(controls, preset, reward_pick, reward_weights, train_button):
     try:
-        checked = form_params(preset.value, {**controls.value, **reward_pick.value}, reward_weights.value)
+        checked = form_params(preset.value, {**controls.value, "rewards": reward_pick.value}, reward_weights.value)
         _note = mo.md(f"{checked.per_device_train_batch_size * checked.gradient_accumulation_steps} completions per "
                       f"step ({checked.prompts_per_step():g} prompts x {checked.num_generations}), "
                       f"{'max steps ' + str(checked.max_steps) if checked.max_steps > 0 else 'epochs'}; "
@@ -1123,16 +1122,16 @@ def _(checked, get_job, set_job, train_button):
 @app.cell(hide_code=True)
 def _(get_job, live_refresh):
     job = get_job()
-    mo.stop(job is None)
-    stop_button = mo.ui.button(label="Stop (keeps a checkpoint)", kind="danger", on_click=lambda _: job.stop())
-    live_refresh
+    stop_button = mo.ui.button(label="Stop (keeps a checkpoint)", kind="danger",
+                               on_click=lambda _: job.stop() if job is not None else None)
+    live_refresh if job is not None else None
     return job, stop_button
 
 
 @app.cell(hide_code=True)
 def _(job, live_refresh, stop_button):
     live_refresh.value
-    job_view(job, stop_button)
+    job_view(job, stop_button) if job is not None else None
     return
 
 

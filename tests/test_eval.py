@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ import pytest
 
 from eval import (
     EvalParams,
+    checked_params,
     params_from_mapping,
     pass_at_k_chart,
     rates_chart,
@@ -22,6 +24,7 @@ from eval import (
     run_eval,
     score_predictions,
 )
+from rust_rewards.forms import param_controls
 from rust_rewards.importers import load_tasks
 from rust_rewards.metrics import RoundSummary, comparison_table, summarize, summarize_model
 from rust_rewards.report import Report
@@ -60,6 +63,45 @@ def test_params_from_cli_style_values() -> None:
         params_from_mapping({"k": "one"})
     with pytest.raises(ValueError, match="--k values must be >= 1"):
         params_from_mapping({"k": "0,5"})
+
+
+@pytest.mark.parametrize("values, flag", [({"verifier": "gpu"}, "--verifier"), ({"top": -1}, "--top"),
+                                         ({"workers": -2}, "--workers"), ({"k": "1,x"}, "--k")])
+def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag) -> None:
+    with pytest.raises(ValueError, match=flag):
+        params_from_mapping(values)
+
+
+def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
+    controls = param_controls(EvalParams, EvalParams(), REPO)
+    assert set(controls.value) == {f.name for f in fields(EvalParams)}
+    assert params_from_mapping(controls.value) == EvalParams()
+    assert controls["verifier"].options == {"local": "local", "ray": "ray"}
+
+    predictions = tmp_path / "qwen3-rust-finetune" / "predictions"
+    predictions.mkdir(parents=True)
+    pd.DataFrame({"task_id": ["a"], "completion": ["x"]}).to_parquet(predictions / "base.parquet")
+    (tmp_path / "qwen3-rust-finetune" / "notes.txt").write_text("not a prediction file")
+    offered = param_controls(EvalParams, EvalParams(), tmp_path)["predictions"].options
+    assert list(offered) == ["qwen3-rust-finetune/predictions/base.parquet"]
+    cli = params_from_mapping({"predictions": str(tmp_path / "cli.parquet")})
+    prefilled = param_controls(EvalParams, cli, tmp_path)
+    assert prefilled["predictions"].value == [str(tmp_path / "cli.parquet")]
+    assert params_from_mapping(prefilled.value) == cli
+
+
+def test_checked_params_resolve_repository_paths_and_refuse_what_the_run_would(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="no predictions file given"):
+        checked_params(EvalParams())
+    with pytest.raises(ValueError, match="--predictions: no such file: missing.parquet"):
+        checked_params(EvalParams(predictions=["missing.parquet"]))
+    (tmp_path / "here.parquet").write_bytes(b"")
+    bundled = "qwen3-rust-finetune/bundled_tasks.jsonl"
+    params = checked_params(EvalParams(tasks=bundled, predictions=["here.parquet"]))
+    assert (params.tasks, params.predictions) == (str(REPO / bundled), ["here.parquet"])
+    with pytest.raises(ValueError, match="--tasks: no such file"):
+        checked_params(EvalParams(tasks="nowhere.parquet", predictions=["here.parquet"]))
 
 
 def test_read_predictions_defaults_and_errors(tmp_path) -> None:
@@ -245,7 +287,9 @@ def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
 
 @pytest.mark.browser
 def test_notebook_form_in_the_browser(tmp_path) -> None:
-    """``marimo run eval.py``: fill the form, submit, and the comparison table and both charts render."""
+    """``marimo run eval.py -- --tasks T --predictions A --predictions B``: the form opens filled from the command
+    line, a bad value is refused under the form before anything runs, and Evaluate renders the comparison table
+    and both charts."""
     from browser import chromium_page, free_port, page_errors, serve, wait_for_charts
 
     rows = [r for r in _benchmark(EXERCISM) if r["stub_compiles_with_tests"]][:2]
@@ -254,14 +298,19 @@ def test_notebook_form_in_the_browser(tmp_path) -> None:
                       "completion": [_fenced(r[field]) for r in rows]}).to_parquet(tmp_path / f"{name}.parquet")
     port = free_port()
     argv = [sys.executable, "-m", "marimo", "run", "eval.py", "--headless", "--host", "127.0.0.1",
-            "--port", str(port)]
+            "--port", str(port), "--", "--tasks", str(EXERCISM), "--predictions", str(tmp_path / "reference.parquet"),
+            "--predictions", str(tmp_path / "stub.parquet")]
     with serve(argv, port, tmp_path / "server.log") as server, chromium_page() as page:
         page.goto(server.url)
-        page.wait_for_selector("text=Fill the form", timeout=60_000)
-        inputs = page.locator("input[type=text]")
-        for index, value in enumerate([str(EXERCISM), f"{tmp_path / 'reference.parquet'},{tmp_path / 'stub.parquet'}",
-                                       str(tmp_path / "out"), "1"]):
-            inputs.nth(index).fill(value)
+        page.wait_for_selector("text=Ready: score", timeout=60_000)
+        for label, value in (("k", "0,1"), ("out", str(tmp_path / "out"))):
+            page.get_by_label(label, exact=True).fill(value)
+            page.get_by_label(label, exact=True).press("Enter")
+        page.wait_for_selector("text=--k values must be >= 1", timeout=30_000)
+        assert page.get_by_text("Cannot evaluate yet").count() == 1 and not (tmp_path / "out").exists()
+        page.get_by_label("k", exact=True).fill("1")
+        page.get_by_label("k", exact=True).press("Enter")
+        page.wait_for_selector(f"text=results go to {tmp_path / 'out'}", timeout=30_000)
         page.get_by_role("button", name="Evaluate").click()
         assert wait_for_charts(page, 2) >= 2
         assert page.get_by_text("stub", exact=True).count() >= 1

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
-from inference import InferenceParams, params_from_mapping, read_tasks, run_inference
+from inference import InferenceParams, checked_params, params_from_mapping, read_tasks, run_inference
+from rust_rewards.forms import param_controls
 from rust_rewards.generation import (
     PREDICTION_COLUMNS,
     HFGenerator,
@@ -25,7 +27,8 @@ from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.tasks import Task
 from rust_rewards.verifier import Verifier
 
-BUNDLED = Path(__file__).resolve().parents[1] / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = REPO / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 
 GREEDY = SamplingParams(n=1, greedy=True, max_new_tokens=12)
 
@@ -78,6 +81,36 @@ def test_params_from_cli_style_values() -> None:
         params_from_mapping({"n": "many"})
     with pytest.raises(ValueError, match="--greedy"):
         params_from_mapping({"greedy": "maybe"})
+
+
+@pytest.mark.parametrize("values, flag", [({"backend": "tpu"}, "--backend"), ({"n": 0}, "--n"),
+                                         ({"top-p": 1.5}, "--top-p"), ({"repair-rounds": -1}, "--repair-rounds")])
+def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag) -> None:
+    with pytest.raises(ValueError, match=flag):
+        params_from_mapping(values)
+
+
+def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
+    controls = param_controls(InferenceParams, InferenceParams(), REPO)
+    assert set(controls.value) == {f.name for f in fields(InferenceParams)}
+    assert params_from_mapping(controls.value) == InferenceParams()
+    assert list(controls["backend"].options) == ["auto", "hf", "vllm"]
+
+    adapter = tmp_path / "outputs" / "run1" / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text("{}")
+    offered = param_controls(InferenceParams, InferenceParams(), tmp_path)["adapter"].options
+    assert offered == {"(none)": "", "outputs/run1/adapter": "outputs/run1/adapter"}
+
+
+def test_checked_params_refuse_what_the_run_would_refuse_first(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="use n=1 with greedy"):
+        checked_params(InferenceParams(tasks=str(BUNDLED), greedy=True, n=2))
+    with pytest.raises(ValueError, match="--tasks: no such file"):
+        checked_params(InferenceParams(tasks="missing.jsonl"))
+    params = checked_params(InferenceParams(tasks="qwen3-rust-finetune/bundled_tasks.jsonl"))
+    assert params.tasks == str(BUNDLED) and params.model == InferenceParams().model
 
 
 def test_default_names_and_output_path() -> None:
@@ -257,7 +290,8 @@ def test_adapter_changes_outputs_and_merge_agrees(tiny, adapter, generator) -> N
 
 @pytest.mark.browser
 def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
-    """``marimo run inference.py``: fill the form, submit, and the predictions file appears."""
+    """``marimo run inference.py -- --model M --tasks T``: greedy with n > 1 is refused under the form before the
+    model loads; a fixed form generates and the predictions file appears."""
     import sys
 
     from browser import chromium_page, free_port, page_errors, serve
@@ -266,15 +300,17 @@ def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
     tasks_file.write_text("".join(json.dumps(t.to_row()) + "\n" for t in _tasks(2)))
     port = free_port()
     argv = [sys.executable, "-m", "marimo", "run", "inference.py", "--headless", "--host", "127.0.0.1",
-            "--port", str(port)]
+            "--port", str(port), "--", "--model", str(tiny), "--tasks", str(tasks_file), "--n", "2",
+            "--max-new-tokens", "8", "--greedy"]
     with serve(argv, port, tmp_path / "server.log") as server, chromium_page() as page:
         page.goto(server.url)
-        page.wait_for_selector("text=Fill the form", timeout=60_000)
-        inputs = page.locator("input[type=text]")
-        # model, adapter, tasks, out, name, n, temperature, top_p, max_new_tokens, ...
-        for index, value in {0: str(tiny), 2: str(tasks_file), 3: str(tmp_path / "ui.parquet"), 4: "ui-run",
-                             5: "2", 8: "8"}.items():
-            inputs.nth(index).fill(value)
+        page.wait_for_selector("text=use n=1 with greedy", timeout=60_000)
+        assert page.get_by_text("Cannot generate yet").count() == 1
+        page.get_by_role("switch", name="greedy").click()
+        for label, value in (("out", str(tmp_path / "ui.parquet")), ("name", "ui-run")):
+            page.get_by_label(label, exact=True).fill(value)
+            page.get_by_label(label, exact=True).press("Enter")
+        page.wait_for_selector("text=into " + str(tmp_path / "ui.parquet"), timeout=30_000)
         page.get_by_role("button", name="Generate").click()
         page.wait_for_selector("text=Wrote", timeout=120_000)
         assert page_errors(page) == []

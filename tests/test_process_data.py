@@ -8,7 +8,7 @@ import os
 import random
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,8 +16,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from process_data import (
+    Dropped,
     Params,
+    checked_params,
     dedup_tasks,
+    dropped_chart,
     eval_score,
     failure_reason,
     jaccard,
@@ -30,6 +33,7 @@ from process_data import (
 )
 from rust_rewards import report as rr
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from rust_rewards.forms import param_controls
 from rust_rewards.importers import load_tasks
 from rust_rewards.prompts import chat_messages
 from rust_rewards.tasks import TASK_COLUMNS, Task
@@ -91,6 +95,46 @@ def test_params_from_cli():
         Params.from_cli({"workers": 1.5})
     with pytest.raises(ValueError, match=r"--eval-fraction must be in \[0, 1\)"):
         Params.from_cli({"eval-fraction": 1.5})
+
+
+@pytest.mark.parametrize("values, flag", [({"verifier": "gpu"}, "--verifier"), ({"workers": -1}, "--workers"),
+                                         ({"near-dup-threshold": 1.5}, "--near-dup-threshold"),
+                                         ({"max-prompt-tokens": 0}, "--max-prompt-tokens")])
+def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag):
+    with pytest.raises(ValueError, match=flag):
+        Params.from_cli(values)
+
+
+def test_form_controls_come_from_the_parameter_definitions(tmp_path):
+    controls = param_controls(Params, Params(), ROOT)
+    assert set(controls.value) == {f.name for f in fields(Params)}
+    assert Params.from_cli(controls.value) == Params()
+    cli = Params.from_cli({"no-verify": "", "seed": 7})
+    prefilled = param_controls(Params, cli, ROOT)
+    assert prefilled["verify"].value is False and Params.from_cli(prefilled.value) == cli
+
+    (tmp_path / "qwen3-rust-finetune").mkdir()
+    write_jsonl(tmp_path / "qwen3-rust-finetune" / "mine.jsonl", small_tasks())
+    offered = param_controls(Params, Params(), tmp_path)["source"].options
+    assert list(offered) == [Params().source, "qwen3-rust-finetune/mine.jsonl"]
+
+
+def test_checked_params_refuse_missing_local_inputs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert checked_params(Params()).source == str(ROOT / Params().source)
+    with pytest.raises(ValueError, match="--source: no such file: missing.jsonl"):
+        checked_params(Params(source="missing.jsonl"))
+    assert checked_params(Params(source="missing.jsonl", oxen_repo="ox/Rust")).source == "missing.jsonl"
+    with pytest.raises(ValueError, match="--tokenizer './nowhere': no such tokenizer directory"):
+        checked_params(Params(tokenizer="./nowhere"))
+
+
+def test_dropped_chart_counts_tasks_by_stage_and_reason():
+    assert dropped_chart([]) is None
+    chart = dropped_chart([Dropped("a", "dedup", "exact duplicate prompt"), Dropped("b", "verify", "test_failure"),
+                           Dropped("c", "verify", "test_failure")])
+    assert sorted((r["stage"], r["reason"], r["tasks"]) for r in chart.to_dict()["data"]["values"]) == [
+        ("dedup", "exact duplicate prompt", 1), ("verify", "test_failure", 2)]
 
 
 # ----------------------------------------------------------------------------- dedup
@@ -377,8 +421,8 @@ def test_script_end_to_end_with_real_verifier(tmp_path, tokenizer_dir):
 @pytest.mark.browser
 def test_notebook_form_in_the_browser(tmp_path):
     """``marimo run process_data.py``: defaults come from the command line, Process runs the pipeline,
-    the verifier's progress bar and the table of dropped rows render."""
-    from browser import chromium_page, free_port, page_errors, serve
+    the verifier's progress bar, the chart and the table of dropped rows render."""
+    from browser import chromium_page, free_port, page_errors, serve, wait_for_charts
 
     source = write_jsonl(tmp_path / "tasks.jsonl", small_tasks())
     out = tmp_path / "ui_out"
@@ -389,14 +433,16 @@ def test_notebook_form_in_the_browser(tmp_path):
     with serve(argv, port, tmp_path / "server.log") as server, chromium_page(height=2400) as page:
         page.goto(server.url)
         page.wait_for_selector("text=press Process", timeout=60_000)
-        inputs = page.locator("input[type=text]")
-        assert inputs.first.input_value() == str(source)
-        inputs.nth(3).fill(str(out))
+        assert page.get_by_text(f"process {source}").count() == 1
+        page.get_by_label("out", exact=True).fill(str(out))
+        page.get_by_label("out", exact=True).press("Enter")
+        page.wait_for_selector(f"text=into {out}", timeout=30_000)
         page.get_by_role("button", name="Process").click()
         page.wait_for_selector("text=Dropped rows (3)", timeout=120_000)
         assert page.get_by_text("Verifying reference solutions").count() == 1
         for text in ("exact duplicate prompt", "test_failure", "compile error (E0308)"):
             assert page.get_by_text(text).count() >= 1, text
+        assert wait_for_charts(page, 1) == 1
         assert page_errors(page) == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["after_verify"] == 3 and not (tmp_path / "wrong").exists()
