@@ -29,10 +29,8 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.verifier import Verifier
 from rust_rewards.verify import VerifierConfig
 
-# Ray 2.60 clusters use token auth by default, but a client given HOST:PORT sends its token (~/.ray/auth_token or
-# RAY_AUTH_TOKEN) only in token mode, read when ray is imported; a cluster without auth accepts it too.
-os.environ.setdefault("RAY_AUTH_MODE", "token")
-
+AUTH_HINT = ("a cluster started with RAY_AUTH_MODE=token needs the same mode and its token here: "
+             "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or copy ~/.ray/auth_token) before starting")
 HINT = ("start one with `ray start --head` on the head node and `ray start --address HEAD:6379` on the others, "
         "then pass --ray-address auto (on a cluster node) or --ray-address HEAD:6379")
 LOCAL = "local"
@@ -70,8 +68,9 @@ def connect(address: str, timeout: float = 5.0, num_cpus: int | None = None) -> 
         else:
             ray.init(address=address, log_to_driver=False)
     except ConnectionError as err:
-        raise RayUnreachable(f"--ray-address {address}: {err} (a token-auth cluster also needs RAY_AUTH_MODE=token "
-                             f"set before ray is imported); {HINT}") from None
+        raise RayUnreachable(f"--ray-address {address}: {err}; {HINT}; {AUTH_HINT}") from None
+    except ray.exceptions.AuthenticationError as err:
+        raise RayUnreachable(f"--ray-address {address}: {str(err).split('. ')[0]}; {AUTH_HINT}") from None
 
 
 _WORKER_CLASS: Any = None

@@ -20,7 +20,7 @@ from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verifier import Verifier
 
-ray = pytest.importorskip("ray")  # after rust_rewards.ray_verifier, which sets Ray's auth mode before its import
+ray = pytest.importorskip("ray")
 
 ROOT = Path(__file__).resolve().parent.parent
 FORGERY = ROOT / "tests" / "adversarial" / "forgery"
@@ -50,20 +50,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+RAY_CLI = shutil.which("ray", path=str(Path(os.sys.executable).parent))
+NO_AUTH = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+
+
+def start_head(port: int, env: dict[str, str]) -> None:
+    """``ray start --head`` on this machine, 2 CPUs; its own output when it fails."""
+    done = subprocess.run([RAY_CLI, "start", "--head", "--port", str(port), "--num-cpus", "2",
+                           "--include-dashboard=false", "--disable-usage-stats"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    if done.returncode:
+        pytest.fail(f"ray start failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    """A 2-CPU Ray head node on this machine, joined by this process; its address."""
-    ray_cli = shutil.which("ray", path=str(Path(os.sys.executable).parent))
+    """A 2-CPU Ray head node started as README says (no auth settings), joined by this process; its address."""
     port = free_port()
     address = f"127.0.0.1:{port}"
-    subprocess.run([ray_cli, "start", "--head", "--port", str(port), "--num-cpus", "2", "--include-dashboard=false",
-                    "--disable-usage-stats"], check=True, capture_output=True, timeout=120)
+    start_head(port, NO_AUTH)
     try:
         connect(address)
         yield address
     finally:
         ray.shutdown()
-        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
+        subprocess.run([RAY_CLI, "stop", "--force"], capture_output=True, timeout=120)
 
 
 def corpus_with_hidden() -> tuple[list[str], list[HiddenTests | None]]:
@@ -147,6 +158,44 @@ def test_unreachable_cluster_is_one_clear_error_at_start():
     assert time.monotonic() - started < 10
     with pytest.raises(ValueError, match="expected auto, local or HOST:PORT"):
         connect("not-an-address")
+
+
+def _stop_head(port: int) -> None:
+    """Kill the processes of the cluster whose GCS listens on ``port`` (``ray stop`` would stop every cluster)."""
+    marks = (f"127.0.0.1:{port}".encode(), f"--gcs_server_port={port}".encode())
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc.name.isdigit() and int(proc.name) != os.getpid() and any(m in cmdline for m in marks):
+            try:
+                os.kill(int(proc.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_token_auth_cluster_needs_its_mode_and_token_and_says_so():
+    port = free_port()
+    token = os.urandom(16).hex()
+    start_head(port, {**NO_AUTH, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
+    probe = ("from rust_rewards.ray_verifier import connect, RayUnreachable\n"
+             "import ray\n"
+             "try:\n"
+             f"    connect('127.0.0.1:{port}')\n"
+             "    print('CPUS', ray.cluster_resources().get('CPU'))\n"
+             "except RayUnreachable as err:\n"
+             "    print('ERR', err)\n")
+    try:
+        without = subprocess.run([os.sys.executable, "-c", probe], capture_output=True, text=True, timeout=180,
+                                 env=NO_AUTH, cwd=ROOT)
+        with_token = subprocess.run([os.sys.executable, "-c", probe], capture_output=True, text=True, timeout=180,
+                                    env={**NO_AUTH, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}, cwd=ROOT)
+    finally:
+        _stop_head(port)
+    assert f"ERR --ray-address 127.0.0.1:{port}" in without.stdout, without.stdout + without.stderr[-2000:]
+    assert "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN" in without.stdout
+    assert "CPUS 2.0" in with_token.stdout, with_token.stdout + with_token.stderr[-2000:]
 
 
 def test_eval_and_process_data_verify_on_the_cluster(cluster):
