@@ -8,6 +8,8 @@ with app.setup:
     import importlib.util
     import json
     import os
+    import re
+    import shlex
     import shutil
     import typing
     import warnings
@@ -312,10 +314,24 @@ def validate_params(p: TrainParams) -> TrainParams:
     completions = p.per_device_train_batch_size * p.gradient_accumulation_steps
     if completions % p.num_generations:
         raise ValueError(
-            f"per_device_train_batch_size x gradient_accumulation_steps ({completions}) must be a multiple "
-            f"of num_generations ({p.num_generations})")
+            f"--num-generations {p.num_generations} must divide the completions per step, "
+            f"--per-device-train-batch-size x --gradient-accumulation-steps ({completions})")
     select_rewards(p)
     return p
+
+
+@app.function
+def remove_stale_stop(out: Path) -> None:
+    """Remove a STOP file older than this process (left by a run that ended before it saw it); one written since
+    it started (Stop pressed while the run was loading) stays and stops the run after its first step."""
+    import psutil
+
+    stop = out / STOP_FILE
+    try:
+        if stop.stat().st_mtime < psutil.Process().create_time():
+            stop.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
 
 
 @app.function
@@ -793,7 +809,7 @@ def run_training(
     }}
     processes = PartialState(cpu=bool(p.use_cpu))
     if processes.is_main_process:
-        (out / STOP_FILE).unlink(missing_ok=True)
+        remove_stale_stop(out)
         first = record_start(out, record)
         print(json.dumps(record, indent=2), flush=True)
         changes = param_changes(first, record)
@@ -921,13 +937,14 @@ def cli_text(value: Any) -> str:
 
 @app.function
 def cli_flags(p: TrainParams) -> list[str]:
-    """The command-line flags that give ``p``: the preset, then every field that differs from it."""
+    """The command-line flags that give ``p``: the preset, then every field that differs from it, as
+    ``--flag=value`` (marimo's parser reads ``--flag -1`` as two flags and splits ``--flag a=b`` at the ``=``)."""
     base = preset_params(p.preset)
     flags = ["--preset", p.preset]
     for f in dataclasses.fields(TrainParams):
         value = getattr(p, f.name)
         if f.name != "preset" and value != getattr(base, f.name):
-            flags += [flag_name(f.name), cli_text(value)]
+            flags.append(f"{flag_name(f.name)}={cli_text(value)}")
     return flags
 
 
@@ -952,11 +969,12 @@ def reward_weight_controls(selected: Sequence[str], defaults: TrainParams):
 
 @app.function
 def field_problem(message: str):
-    """A form error shown under the form, naming the group and field the ``--flag`` in ``message`` belongs to."""
+    """A form error shown under the form, naming the group and field of the first ``--flag`` in ``message``."""
     infos = info_of(TrainParams)
-    names = [n for n in infos if flag_name(n) in message.split()[0:1] or message.startswith(flag_name(n) + ":")]
-    where = f"{infos[names[0]].group} › {names[0].replace('_', ' ')}: " if names else ""
-    return mo.callout(mo.md(f"**{where}**{message}"), kind="danger")
+    flag = re.search(r"--[a-z0-9-]+", message)
+    name = flag and flag.group().removeprefix("--").replace("-", "_")
+    where = f"**{infos[name].group} › {name.replace('_', ' ')}:** " if name in infos else ""
+    return mo.callout(mo.md(where + message), kind="danger")
 
 
 @app.class_definition
@@ -995,6 +1013,7 @@ def start_job(p: TrainParams) -> TrainJob:
 
     out = run_dir(p)
     out.mkdir(parents=True, exist_ok=True)
+    (out / STOP_FILE).unlink(missing_ok=True)
     log = out / "train.log"
     with open(log, "ab") as handle:
         process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *cli_flags(p)], cwd=ROOT,
@@ -1094,7 +1113,7 @@ def _(controls, preset, reward_pick, reward_weights, train_button):
         _note = mo.md(f"{checked.per_device_train_batch_size * checked.gradient_accumulation_steps} completions per "
                       f"step ({checked.prompts_per_step():g} prompts x {checked.num_generations}), "
                       f"{'max steps ' + str(checked.max_steps) if checked.max_steps > 0 else 'epochs'}; "
-                      f"`python train.py {' '.join(cli_flags(checked))}`")
+                      f"`python train.py {shlex.join(cli_flags(checked))}`")
     except ValueError as _err:
         checked, _note = None, field_problem(str(_err))
     mo.vstack([_note, train_button])

@@ -136,7 +136,8 @@ def _scalar(flag: str, options: tuple[Any, ...], value: Any) -> Any:
                     raise ValueError(value)
                 return kind(value)
             except (TypeError, ValueError):
-                raise ValueError(f"--{flag}: expected {kind.__name__}, got {value!r}") from None
+                hint = f" (write a negative number as --{flag}=-1)" if text == "" else ""
+                raise ValueError(f"--{flag}: expected {kind.__name__}, got {value!r}{hint}") from None
     raise ValueError(f"--{flag}: unsupported type {options}")
 
 

@@ -7,9 +7,11 @@ scored by eval.py's own functions with the real verifier. Screenshots land in py
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pandas as pd
 import pytest
 from browser import (
     REPO,
+    SCREENSHOTS,
     chromium_page,
     free_port,
     has_text,
@@ -180,3 +183,92 @@ def test_editor_asks_for_the_token(chromium: Path, tmp_path: Path) -> None:
         assert has_text(page, "class VizParams")
         _assert_clean(page)
         screenshot(page, "editor-notebook", tmp_path)
+
+
+FIRST_PAINT_BOUND_S = 20.0
+"""Page load to a usable form, per notebook, in ``marimo run`` (kernel start + setup cell + form cells): measured
+2-9 s on the 2-core machine while the rest of the suite ran; the bound leaves room for a slower CI machine."""
+FORMS = {  # notebook -> (command-line args, the control that means the form is usable)
+    "process_data.py": (["--tokenizer", "none"], ("button", "Process")),
+    "train.py": ([], ("button", "Train")),
+    "inference.py": ([], ("button", "Generate")),
+    "eval.py": ([], ("button", "Evaluate")),
+    "viz.py": ([], ("textbox", "Training output dir")),
+}
+
+
+def _marimo() -> str:
+    local = REPO / ".venv" / "bin" / "marimo"
+    return str(local) if local.exists() else "marimo"
+
+
+@pytest.mark.parametrize("notebook", list(FORMS))
+def test_every_notebook_shows_its_form_within_seconds(chromium: Path, notebook: str, tmp_path: Path) -> None:
+    """From page load to an enabled form control: heavy imports (torch, transformers, TRL) wait for a button."""
+    args, (role, name) = FORMS[notebook]
+    port = free_port()
+    argv = [_marimo(), "run", notebook, "--headless", "--host", "127.0.0.1", "--port", str(port), "--", *args]
+    with serve(argv, port, tmp_path / "server.log") as server, chromium_page(1400, 1600) as page:
+        start = time.monotonic()
+        page.goto(server.url)
+        control = page.get_by_role(role, name=name, exact=True).first
+        control.wait_for(timeout=int(FIRST_PAINT_BOUND_S * 3000))
+        assert control.is_enabled()
+        elapsed = time.monotonic() - start
+        page.wait_for_timeout(1500)  # let the page settle for the screenshot
+        _assert_clean(page)
+        screenshot(page, f"form-{notebook.removesuffix('.py')}", tmp_path)
+    _record_first_paint(notebook, elapsed)
+    assert elapsed < FIRST_PAINT_BOUND_S, f"{notebook}: form after {elapsed:.1f} s"
+
+
+def _record_first_paint(notebook: str, seconds: float) -> None:
+    """Keep the measured times in ``screenshots/first_paint.json`` (README quotes them)."""
+    record = SCREENSHOTS / "first_paint.json"
+    SCREENSHOTS.mkdir(exist_ok=True)
+    times = json.loads(record.read_text()) if record.is_file() else {}
+    times[notebook] = round(seconds, 1)
+    record.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
+
+
+@pytest.mark.timeout(900)
+def test_train_in_the_editor_runs_live(chromium: Path, tmp_path: Path) -> None:
+    """``start_marimo.sh`` with a token: train.py opens running; the tiny preset with max steps 2 trains in its own
+    process while the page shows progress and a reward chart that fills in; the run folder is a complete run."""
+    out = tmp_path / "run"
+    port = free_port()
+    env = {"MARIMO_PORT": str(port), "MARIMO_HOST": "127.0.0.1", "MARIMO_TOKEN": TOKEN}
+    argv = ["bash", str(REPO / "start_marimo.sh"), "--", "--output-dir", str(out)]
+    with serve(argv, port, tmp_path / "editor.log", env=env) as server, chromium_page(1400, 1400) as page:
+        start = time.monotonic()
+        page.goto(f"{server.url}/?file=train.py&access_token={TOKEN}")
+        train = page.get_by_role("button", name="Train", exact=True)
+        train.wait_for(timeout=120_000)
+        editor_paint = time.monotonic() - start
+        page.get_by_text(f"python train.py --preset tiny --output-dir={out}").wait_for(timeout=30_000)
+        generations = page.locator("marimo-number[data-label*='num generations'] input")
+        generations.fill("3")
+        generations.press("Enter")
+        page.get_by_text("--num-generations 3 must divide the completions per step").wait_for(timeout=30_000)
+        generations.fill("8")
+        generations.press("Enter")
+        steps = page.locator("marimo-number[data-label*='max steps'] input")
+        steps.fill("2")
+        steps.press("Enter")
+        page.get_by_text(f"--output-dir={out} --max-steps=2").wait_for(timeout=30_000)
+        assert not out.exists() or not (out / "params.json").exists()
+        train.click()
+        pressed = time.monotonic()
+        page.get_by_role("button", name="Stop (keeps a checkpoint)").wait_for(timeout=60_000)
+        page.get_by_text("step 2 of 2 logged").first.wait_for(timeout=600_000)
+        assert wait_for_charts(page, 1, timeout=60) >= 1
+        live_run = time.monotonic() - pressed
+        page.get_by_text("step 2 of 2 logged").first.scroll_into_view_if_needed()
+        _assert_clean(page)
+        screenshot(page, "train-live", tmp_path)
+    _record_first_paint("train.py (editor, start_marimo.sh)", editor_paint)
+    _record_first_paint("train.py (editor): Train pressed -> 2 steps drawn", live_run)
+    run = load_run(out)
+    assert list(run.metrics["step"]) == [1, 2]
+    assert (out / "checkpoint-2").is_dir() and (out / "adapter" / "adapter_config.json").is_file()
+    assert "done: 2 steps" in (out / "train.log").read_text()

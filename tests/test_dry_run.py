@@ -82,7 +82,7 @@ def test_rejected_settings_fail_before_anything_runs(tmp_path):
     """Refused by the parameter checks (choices, bounds, combinations), before any output, whatever built the
     params; the command line refuses the same values with the same message."""
     cases = {("lr_scheduler_type", "sometimes"): "--lr-scheduler-type: expected one of cosine",
-             ("num_generations", 3): "multiple of num_generations",
+             ("num_generations", 3): "--num-generations 3 must divide the completions per step",
              ("vllm_gpu_memory_utilization", 1.5): "--vllm-gpu-memory-utilization must be within"}
     for (name, value), message in cases.items():
         params = dataclasses.replace(real(tmp_path), **{name: value})

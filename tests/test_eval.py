@@ -290,7 +290,7 @@ def test_notebook_form_in_the_browser(tmp_path) -> None:
     """``marimo run eval.py -- --tasks T --predictions A --predictions B``: the form opens filled from the command
     line, a bad value is refused under the form before anything runs, and Evaluate renders the comparison table
     and both charts."""
-    from browser import chromium_page, free_port, page_errors, serve, wait_for_charts
+    from browser import chromium_page, free_port, page_errors, screenshot, serve, wait_for_charts
 
     rows = [r for r in _benchmark(EXERCISM) if r["stub_compiles_with_tests"]][:2]
     for name, field in (("reference", "reference_solution"), ("stub", "stub")):
@@ -314,5 +314,7 @@ def test_notebook_form_in_the_browser(tmp_path) -> None:
         page.get_by_role("button", name="Evaluate").click()
         assert wait_for_charts(page, 2) >= 2
         assert page.get_by_text("stub", exact=True).count() >= 1
+        page.get_by_text("Side by side").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        screenshot(page, "eval", tmp_path)
         assert page_errors(page) == []
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["reference"]["hidden_pass_at_1"] == 1.0

@@ -294,7 +294,7 @@ def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
     model loads; a fixed form generates and the predictions file appears."""
     import sys
 
-    from browser import chromium_page, free_port, page_errors, serve
+    from browser import chromium_page, free_port, page_errors, screenshot, serve
 
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps(t.to_row()) + "\n" for t in _tasks(2)))
@@ -313,6 +313,8 @@ def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
         page.wait_for_selector("text=into " + str(tmp_path / "ui.parquet"), timeout=30_000)
         page.get_by_role("button", name="Generate").click()
         page.wait_for_selector("text=Wrote", timeout=120_000)
+        page.get_by_text("Wrote").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        screenshot(page, "inference", tmp_path)
         assert page_errors(page) == []
     written = pd.read_parquet(tmp_path / "ui.parquet")
     assert len(written) == 4 and set(written["model"]) == {"ui-run"}

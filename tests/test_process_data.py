@@ -422,7 +422,7 @@ def test_script_end_to_end_with_real_verifier(tmp_path, tokenizer_dir):
 def test_notebook_form_in_the_browser(tmp_path):
     """``marimo run process_data.py``: defaults come from the command line, Process runs the pipeline,
     the verifier's progress bar, the chart and the table of dropped rows render."""
-    from browser import chromium_page, free_port, page_errors, serve, wait_for_charts
+    from browser import chromium_page, free_port, page_errors, screenshot, serve, wait_for_charts
 
     source = write_jsonl(tmp_path / "tasks.jsonl", small_tasks())
     out = tmp_path / "ui_out"
@@ -443,6 +443,7 @@ def test_notebook_form_in_the_browser(tmp_path):
         for text in ("exact duplicate prompt", "test_failure", "compile error (E0308)"):
             assert page.get_by_text(text).count() >= 1, text
         assert wait_for_charts(page, 1) == 1
+        screenshot(page, "process_data", tmp_path)
         assert page_errors(page) == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["after_verify"] == 3 and not (tmp_path / "wrong").exists()

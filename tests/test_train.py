@@ -162,7 +162,7 @@ def test_real_preset_config_on_this_machine():
     assert cfg.generation_batch_size == 32 and cfg.steps_per_generation == 4
     assert cfg.loss_type == "dapo" and cfg.scale_rewards == "group" and cfg.warmup_steps == 0.1
     assert cfg.gradient_checkpointing and cfg.max_grad_norm == 0.1 and cfg.report_to == []
-    with pytest.raises(ValueError, match="multiple of num_generations"):
+    with pytest.raises(ValueError, match="--num-generations 3 must divide the completions per step"):
         resolve_params(params_from_mapping({"preset": "real", "num-generations": 3}))
     with pytest.raises(ValueError, match="--reward-weights"):
         select_rewards(dataclasses.replace(p, reward_weights="build_reward=x"))
