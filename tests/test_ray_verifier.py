@@ -4,6 +4,7 @@ nothing lost when a worker dies mid-batch, one clear error for an unreachable cl
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -162,13 +163,13 @@ def test_unreachable_cluster_is_one_clear_error_at_start():
 
 def _stop_head(port: int) -> None:
     """Kill the processes of the cluster whose GCS listens on ``port`` (``ray stop`` would stop every cluster)."""
-    marks = (f"127.0.0.1:{port}".encode(), f"--gcs_server_port={port}".encode())
+    mark = re.compile(rb"(--gcs[-_]address=[^\x00\s]+:|--gcs_server_port=)%d\b" % port)
     for proc in Path("/proc").iterdir():
         try:
             cmdline = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if proc.name.isdigit() and int(proc.name) != os.getpid() and any(m in cmdline for m in marks):
+        if proc.name.isdigit() and int(proc.name) != os.getpid() and mark.search(cmdline):
             try:
                 os.kill(int(proc.name), signal.SIGKILL)
             except ProcessLookupError:
