@@ -9,6 +9,7 @@ values into the dataclass with the same checks and the same error messages (nami
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -101,6 +102,32 @@ def check_value(flag: str, info: ParamInfo, value: Any) -> None:
             raise ValueError(f"--{flag} must be {span}, got {v}")
 
 
+_NUMBER = re.compile(r"\d+(\.\d*)?([eE][-+]?\d+)?")
+
+
+def undo_cli_splits(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``mo.cli_args()`` as the user typed it: marimo's parser reads ``--max-steps -1`` as the flags
+    ``max-steps`` and ``1``, and ``--reward-weights a=2`` as the flag ``reward-weights a`` with the value 2.
+
+    >>> undo_cli_splits({"max-steps": "", "1": "", "reward-weights test_reward": "2,build_reward=0.5"})
+    {'max-steps': '-1', 'reward-weights': 'test_reward=2,build_reward=0.5'}
+    """
+    fixed: dict[str, Any] = {}
+    for raw, value in values.items():
+        key = str(raw)
+        last = next(reversed(fixed), None)
+        if _NUMBER.fullmatch(key) and isinstance(value, list):
+            raise ValueError(f"-{key} is given more than once: write negative values as --flag=-{key}")
+        if _NUMBER.fullmatch(key) and value == "" and last is not None and fixed[last] == "":
+            fixed[last] = f"-{key}"
+        elif " " in key.strip():
+            flag, rest = key.strip().split(" ", 1)
+            fixed[flag] = f"{rest}={value}"
+        else:
+            fixed[key] = value
+    return fixed
+
+
 def fill_params(cls: type[P], values: Mapping[str, Any], base: P | None = None) -> P:
     """``cls`` from CLI args or form values (names with - or _), over ``base`` (default: the defaults).
 
@@ -110,7 +137,7 @@ def fill_params(cls: type[P], values: Mapping[str, Any], base: P | None = None) 
     hints = typing.get_type_hints(cls)
     infos = info_of(cls)
     changes: dict[str, Any] = {}
-    for raw, value in values.items():
+    for raw, value in undo_cli_splits(values).items():
         key = str(raw).replace("-", "_")
         if key not in hints:
             raise ValueError(f"unknown parameter --{str(raw).replace('_', '-')}; known: "
@@ -136,7 +163,7 @@ def _scalar(flag: str, options: tuple[Any, ...], value: Any) -> Any:
                     raise ValueError(value)
                 return kind(value)
             except (TypeError, ValueError):
-                hint = f" (write a negative number as --{flag}=-1)" if text == "" else ""
+                hint = f" (a negative value is written --{flag}=-N)" if text == "" else ""
                 raise ValueError(f"--{flag}: expected {kind.__name__}, got {value!r}{hint}") from None
     raise ValueError(f"--{flag}: unsupported type {options}")
 

@@ -110,6 +110,17 @@ def test_flags_the_form_can_produce_round_trip(changes):
     assert from_flags(cli_flags(p)) == p
 
 
+def test_flags_as_a_user_types_them_survive_marimos_parser():
+    """``--max-steps -1`` and ``--reward-weights a=2,b=0.5`` typed with a space, as README shows them."""
+    p = from_flags(["--preset", "tiny", "--max-steps", "-1", "--reward-weights", "test_reward=2,build_reward=0.5",
+                    "--wandb", "--lr", "0.001"])
+    assert (p.max_steps, p.reward_weights, p.wandb, p.lr) == (-1, "test_reward=2,build_reward=0.5", True, 0.001)
+    with pytest.raises(ValueError, match=r"^--lr must be within \[0.0, 1.0\], got -0.5$"):
+        from_flags(["--preset", "tiny", "--lr", "-0.5"])  # read as typed, then refused by its bounds
+    with pytest.raises(ValueError, match="-1 is given more than once: write negative values as --flag=-1"):
+        from_flags(["--max-steps", "-1", "--save-steps", "-1"])  # marimo's parser merges the two
+
+
 # --- form values -> params -----------------------------------------------------------------------------------
 
 
