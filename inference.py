@@ -206,14 +206,15 @@ def _(cli_params, is_script):
 
 
 @app.cell
-def _(controls, run_button):
+def _(controls, form_problem, run_button):
     mo.stop(controls is None)
-    mo.vstack([param_panel(controls, InferenceParams), run_button])
+    mo.vstack([param_panel(controls, InferenceParams, problem=form_problem), run_button])
     return
 
 
 @app.cell
 def _(cli_params, controls, is_script):
+    form_problem = None
     if is_script:
         params, _status = checked_params(cli_params), None
     else:
@@ -221,9 +222,10 @@ def _(cli_params, controls, is_script):
             params = checked_params(params_from_mapping(controls.value))
             _status = mo.md(run_summary(params))
         except ValueError as _err:
-            params, _status = None, mo.callout(mo.md(f"**Cannot generate yet.** {_err}"), kind="danger")
+            params, form_problem = None, str(_err)
+            _status = mo.callout(mo.md(f"**Cannot generate yet.** {_err}"), kind="danger")
     _status
-    return (params,)
+    return form_problem, params
 
 
 @app.cell

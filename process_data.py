@@ -537,14 +537,15 @@ def _(cli_params, is_script):
 
 
 @app.cell
-def _(controls, run_button):
+def _(controls, form_problem, run_button):
     mo.stop(controls is None)
-    mo.vstack([param_panel(controls, Params), run_button])
+    mo.vstack([param_panel(controls, Params, problem=form_problem), run_button])
     return
 
 
 @app.cell
 def _(cli_params, controls, is_script):
+    form_problem = None
     if is_script:
         params, _status = checked_params(cli_params), None
     else:
@@ -552,9 +553,10 @@ def _(cli_params, controls, is_script):
             params = checked_params(Params.from_cli(controls.value))
             _status = mo.md(run_summary(params))
         except ValueError as _err:
-            params, _status = None, mo.callout(mo.md(f"**Cannot process yet.** {_err}"), kind="danger")
+            params, form_problem = None, str(_err)
+            _status = mo.callout(mo.md(f"**Cannot process yet.** {_err}"), kind="danger")
     _status
-    return (params,)
+    return form_problem, params
 
 
 @app.cell

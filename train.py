@@ -8,7 +8,6 @@ with app.setup:
     import importlib.util
     import json
     import os
-    import re
     import shlex
     import shutil
     import typing
@@ -23,7 +22,7 @@ with app.setup:
     from rust_rewards.cpus import cpu_share
     from rust_rewards.dry_run import SettingRejected
     from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
-    from rust_rewards.forms import control, param_controls, param_panel
+    from rust_rewards.forms import control, param_controls, param_panel, problem_field
     from rust_rewards.importers import load_tasks
     from rust_rewards.params import coerce_value, fill_params, flag_name, info_of, param
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
@@ -970,10 +969,8 @@ def reward_weight_controls(selected: Sequence[str], defaults: TrainParams):
 @app.function
 def field_problem(message: str):
     """A form error shown under the form, naming the group and field of the first ``--flag`` in ``message``."""
-    infos = info_of(TrainParams)
-    flag = re.search(r"--[a-z0-9-]+", message)
-    name = flag and flag.group().removeprefix("--").replace("-", "_")
-    where = f"**{infos[name].group} › {name.replace('_', ' ')}:** " if name in infos else ""
+    name = problem_field(TrainParams, message)
+    where = f"**{info_of(TrainParams)[name].group} › {name.replace('_', ' ')}:** " if name else ""
     return mo.callout(mo.md(where + message), kind="danger")
 
 
@@ -1093,9 +1090,14 @@ def _(cli_values, preset):
     controls = param_controls(TrainParams, form_defaults, ROOT, skip=("preset", "rewards", "reward_weights"))
     reward_pick = control("rewards", list[str], form_defaults.rewards, info_of(TrainParams)["rewards"], ROOT)
     train_button = mo.ui.run_button(label="Train", kind="success")
-    _panel = param_panel(controls, TrainParams, extra={"Rewards": [reward_pick]})
-    mo.vstack([field_problem(f"command line: {_problem}"), _panel] if _problem else [_panel])
+    field_problem(f"command line: {_problem}") if _problem else None
     return controls, form_defaults, reward_pick, train_button
+
+
+@app.cell(hide_code=True)
+def _(controls, form_problem, reward_pick):
+    param_panel(controls, TrainParams, extra={"Rewards": [reward_pick]}, problem=form_problem)
+    return
 
 
 @app.cell(hide_code=True)
@@ -1114,10 +1116,12 @@ def _(controls, preset, reward_pick, reward_weights, train_button):
                       f"step ({checked.prompts_per_step():g} prompts x {checked.num_generations}), "
                       f"{'max steps ' + str(checked.max_steps) if checked.max_steps > 0 else 'epochs'}; "
                       f"`python train.py {shlex.join(cli_flags(checked))}`")
+        form_problem = None
     except ValueError as _err:
-        checked, _note = None, field_problem(str(_err))
+        checked, form_problem = None, str(_err)
+        _note = field_problem(form_problem)
     mo.vstack([_note, train_button])
-    return (checked,)
+    return checked, form_problem
 
 
 @app.cell(hide_code=True)

@@ -11,6 +11,7 @@ controls.value)`` then gives the same dataclass (and the same errors) as the com
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -74,29 +75,46 @@ def param_controls(cls: type, defaults: Any, root: Path, skip: Sequence[str] = (
     })
 
 
-def _field(element: Any, help_text: str) -> Any:
+def problem_field(cls: type, message: str) -> str | None:
+    """The field of ``cls`` that the first of its ``--flags`` in ``message`` names (``None``: none does)."""
+    infos = info_of(cls)
+    for flag in re.findall(r"--([a-z0-9][a-z0-9-]*)", message):
+        if (name := flag.replace("-", "_")) in infos:
+            return name
+    return None
+
+
+def _field(element: Any, help_text: str, problem: str | None = None) -> Any:
     note = mo.md(help_text).style({"color": "var(--slate-11, #666)", "font-size": "0.8rem", "max-width": "26rem"})
-    return mo.vstack([element, note], gap=0.1)
+    if problem is None:
+        return mo.vstack([element, note], gap=0.1)
+    error = mo.md(problem).style({"color": "var(--red-11, #c62828)", "font-size": "0.85rem", "max-width": "26rem",
+                                  "font-weight": "600"})
+    return mo.vstack([element, error, note], gap=0.1)
 
 
 def _section(items: Sequence[Any]) -> Any:
     return mo.hstack(list(items), wrap=True, justify="start", align="start", gap=1.2)
 
 
-def param_panel(controls: Any, cls: type, extra: Mapping[str, Sequence[Any]] | None = None) -> Any:
+def param_panel(controls: Any, cls: type, extra: Mapping[str, Sequence[Any]] | None = None,
+                problem: str | None = None) -> Any:
     """``controls`` laid out by group (in field order) with each field's help; advanced fields folded.
 
-    ``extra`` adds elements at the end of a group's main section (e.g. the weights of selected rewards).
+    ``extra`` adds elements at the end of a group's main section (e.g. the weights of selected rewards);
+    ``problem``, a validation message, is shown in red under the control of the field its ``--flag`` names
+    (an advanced one then leaves the fold).
     """
     infos = info_of(cls)
+    wrong = problem_field(cls, problem) if problem else None
     main: dict[str, list[Any]] = {}
     folded: dict[str, list[Any]] = {}
     for name in (f.name for f in dataclasses.fields(cls)):
         if name not in controls.elements:
             continue
         info = infos[name]
-        target = folded if info.advanced else main
-        target.setdefault(info.group, []).append(_field(controls[name], info.help))
+        target = folded if info.advanced and name != wrong else main  # a wrong value is never folded away
+        target.setdefault(info.group, []).append(_field(controls[name], info.help, problem if name == wrong else None))
     for group, items in (extra or {}).items():
         main.setdefault(group, []).extend(items)
     parts = [mo.vstack([mo.md(f"**{group}**"), _section(items)], gap=0.4) for group, items in main.items()]

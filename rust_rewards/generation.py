@@ -68,15 +68,15 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         if self.n < 1:
-            raise ValueError(f"n must be >= 1, got {self.n}")
+            raise ValueError(f"--n must be >= 1, got {self.n}")
         if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+            raise ValueError(f"--max-new-tokens must be >= 1, got {self.max_new_tokens}")
         if self.greedy and self.n > 1:
-            raise ValueError("greedy decoding gives n identical samples: use n=1 with greedy")
+            raise ValueError(f"--greedy gives --n {self.n} identical samples: use --n 1 with --greedy")
         if not self.greedy and (self.temperature <= 0 or not 0 < self.top_p <= 1):
             raise ValueError(
-                f"sampling needs temperature > 0 and 0 < top_p <= 1 (got {self.temperature}, {self.top_p});"
-                " use greedy for deterministic decoding"
+                f"sampling needs --temperature > 0 and --top-p in (0, 1] (got {self.temperature}, {self.top_p}); "
+                "use --greedy for deterministic decoding"
             )
 
 

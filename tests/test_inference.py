@@ -105,7 +105,7 @@ def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
 
 def test_checked_params_refuse_what_the_run_would_refuse_first(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match="use n=1 with greedy"):
+    with pytest.raises(ValueError, match="use --n 1 with --greedy"):
         checked_params(InferenceParams(tasks=str(BUNDLED), greedy=True, n=2))
     with pytest.raises(ValueError, match="--tasks: no such file"):
         checked_params(InferenceParams(tasks="missing.jsonl"))
@@ -304,8 +304,9 @@ def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
             "--max-new-tokens", "8", "--greedy"]
     with serve(argv, port, tmp_path / "server.log") as server, chromium_page() as page:
         page.goto(server.url)
-        page.wait_for_selector("text=use n=1 with greedy", timeout=60_000)
+        page.wait_for_selector("text=use --n 1 with --greedy", timeout=60_000)
         assert page.get_by_text("Cannot generate yet").count() == 1
+        assert page.get_by_text("--greedy gives --n 2 identical samples").count() == 2  # also under the switch
         page.get_by_role("switch", name="greedy").click()
         for label, value in (("out", str(tmp_path / "ui.parquet")), ("name", "ui-run")):
             page.get_by_label(label, exact=True).fill(value)

@@ -349,3 +349,19 @@ def test_stop_pressed_while_the_job_starts_is_kept(tmp_path, tasks_file, tiny_mo
         assert "stopped on request at step 1 of 3" in job.log_tail(40)
     finally:
         kill_job(job)
+
+
+def test_a_problem_shows_under_its_control_and_leaves_the_fold():
+    """The validation message appears in red under the field its flag names; an advanced field is unfolded."""
+    from rust_rewards.forms import param_panel, problem_field
+
+    controls, _, _ = form_of(preset_params("tiny"))
+    assert info_of(TrainParams)["beta"].advanced
+    assert problem_field(TrainParams, "sampling needs --nothing-here and --beta >= 0") == "beta"
+    assert problem_field(TrainParams, "no flag at all") is None
+    message = "--beta must be >= 0.0, got -1.0"
+    plain = callout_text(param_panel(controls, TrainParams))
+    shown = callout_text(param_panel(controls, TrainParams, problem=message))
+    assert message not in plain and shown.count(message) == 1
+    assert shown.index(message) < shown.index("Advanced: ")  # beta moved out of the folded section
+    assert plain.index("beta") > plain.index("Advanced: ")
