@@ -19,7 +19,9 @@ module path, thread, executable or files at run time, banned constructs, hidden 
 the release profile), when a combined pass reports an error in its files or a message that names the shared crate
 (the others are compiled again without it, up to ``MAX_ROUNDS`` times; after a lexer or parser error, which stops
 rustc at the first such file, rustfmt screens every file first), and when its hidden run looks forged. A message
-that belongs to no completion, or a compile timeout, sends the whole group to the direct path.
+that belongs to no completion, or a compile timeout, sends the whole group to the direct path. Errors only in its
+hidden tests' file, when it has tests of its own, keep it in the crate: as on the direct path, it is compiled again
+without its hidden tests and judged on its own tests alone.
 """
 
 from __future__ import annotations
@@ -88,10 +90,21 @@ class _Member:
     module: str
     hidden_module: str
     hidden_tests: tuple[str, ...]
+    hidden_compiles: bool = True
+    """False once its hidden tests failed to compile against its code: like the direct path, it is then compiled
+    without them and judged on its own tests alone."""
 
     @property
     def file(self) -> str:
         return f"src/{self.module}.rs"
+
+    @property
+    def hidden_file(self) -> str:
+        return f"src/{self.hidden_module}.rs"
+
+    @property
+    def with_hidden(self) -> bool:
+        return self.hidden is not None and self.hidden_compiles
 
 
 def blocker(code: str, hidden: HiddenTests | None, facts: SourceFacts | None = None) -> str | None:
@@ -255,6 +268,11 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig,
                     if reports[m.index].forged:
                         failed[m.index] = "forged hidden output"
                 return {i: r for i, r in reports.items() if i not in failed}, failed
+            # Hidden tests that do not compile against code with its own tests: the direct path judges those tests
+            # alone (hidden errors not reported), so the member stays, compiled without its hidden module.
+            alone = {m.index for m in members if rejected.get(m.index) == _HIDDEN_ONLY and m.facts.test_fns}
+            members = [replace(m, hidden_compiles=False) if m.index in alone else m for m in members]
+            rejected = {i: reason for i, reason in rejected.items() if i not in alone}
             failed.update(rejected)
             if 2 * len(rejected) > len(members):
                 reason = "most of its share failed to compile"  # another round would likely be wasted
@@ -277,9 +295,9 @@ def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig,
     src.mkdir(parents=True)
     (root / "target").mkdir()
     for m in members:
-        (src / f"{m.module}.rs").write_text(lib_source(m.code, m.hidden_module if m.hidden else None))
-        if m.hidden is not None:
-            (src / f"{m.hidden_module}.rs").write_text(hidden_module_source(m.hidden)[0])
+        (src / f"{m.module}.rs").write_text(lib_source(m.code, m.hidden_module if m.with_hidden else None))
+        if m.with_hidden:
+            (root / m.hidden_file).write_text(hidden_module_source(m.hidden)[0])
     _write_lib(root, members)
     hidden = members[0].hidden
     name = (hidden.crate_name if hidden else "solution").replace("-", "_")
@@ -325,7 +343,10 @@ def _compile(job: _Job, members: list[_Member], prefix: str) -> str | dict[_Memb
     for m in members:
         lines = [line for split in passes.values() for line in split[m]]
         errors = {kind for line in lines if (kind := _error_kind(line))}
-        if errors:
+        if errors and m.with_hidden and all(_primary_file(line) == m.hidden_file for line in lines
+                                            if _error_kind(line)):
+            outcomes[m] = _HIDDEN_ONLY
+        elif errors:
             outcomes[m] = "syntax error" if "syntax error" in errors else "compile error"
         elif any(prefix in line for line in lines):
             outcomes[m] = "message names the shared crate"
@@ -338,11 +359,13 @@ def _compile(job: _Job, members: list[_Member], prefix: str) -> str | dict[_Memb
             outcomes[m] = outcome
     lint_failed = any(o.clippy_errors for o in outcomes.values() if not isinstance(o, str))
     failed = [name for name, r in results.items() if r.returncode != 0 and not (name == "build" and lint_failed)]
-    if failed and not {"compile error", "syntax error"} & set(outcomes.values()):
+    if failed and not {"compile error", "syntax error", _HIDDEN_ONLY} & set(outcomes.values()):
         return "compile failed without a message"
     return outcomes
 
 
+_HIDDEN_ONLY = "hidden tests do not compile"
+"""Every error of a member is in its hidden tests' file."""
 _LEXER_ERRORS = frozenset({"E0748", "E0758", "E0762", "E0763", "E0765", "E0766"})
 """Unterminated raw strings, comments, characters, byte literals, strings and byte strings."""
 _SYNTAX_ERROR = re.compile(r"^error(?:\[\w+\])?: .*\n\s*--> (?:\S*/)?(src/[^:\s/]+\.rs):", re.MULTILINE)
@@ -385,6 +408,11 @@ def _error_kind(line: str) -> str | None:
     return "syntax error" if not code or code in _LEXER_ERRORS else "compile error"
 
 
+def _primary_file(line: str) -> str | None:
+    files = [s.get("file_name") for s in json.loads(line).get("spans") or [] if s.get("is_primary")]
+    return files[0] if files else None
+
+
 def _syntax_screen(job: _Job, members: list[_Member]) -> set[str]:
     """The member files that rustfmt cannot parse (one process each: it also stops at the first such file)."""
     rustfmt = job.tc.bin_dir / "rustfmt"
@@ -399,7 +427,7 @@ def _syntax_screen(job: _Job, members: list[_Member]) -> set[str]:
 def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, list[str]] | None:
     """A pass's JSON messages by the member whose file holds the primary span, the member's module file
     renamed to ``src/lib.rs`` (as the direct path sees it); ``None`` when a message belongs to no member."""
-    owner = {m.file: m for m in members} | {f"src/{m.hidden_module}.rs": m for m in members if m.hidden}
+    owner = {m.file: m for m in members} | {m.hidden_file: m for m in members if m.with_hidden}
     split: dict[_Member, list[str]] = {m: [] for m in members}
     for line in stderr.splitlines():
         if not line.startswith("{"):
@@ -412,8 +440,7 @@ def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, lis
         if not diag.get("spans") and (diag.get("level") not in ("error", "warning")
                                       or message.startswith("aborting due to") or message.endswith("emitted")):
             continue  # summaries and notes, as the direct path's parser skips them
-        files = [s.get("file_name") for s in diag.get("spans") or [] if s.get("is_primary")]
-        member = owner.get(files[0]) if files else None
+        member = owner.get(_primary_file(line))
         if member is None:
             return None
         split[member].append(line.replace(member.file, "src/lib.rs"))
@@ -429,12 +456,14 @@ def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layer
                 durations={k: v / size for k, v in job.durations.items()})
     binary = f"target/{layout.lib_name}-test"
     own_expected = len(m.facts.test_fns)
-    ran = _run_tests(mine, (binary, bool(own_expected)), [(binary, n) for n in names], own_filter=(f"{m.module}::",))
+    ran = _run_tests(mine, (binary, bool(own_expected)), [(binary, n) for n in names if m.hidden_compiles],
+                     own_filter=(f"{m.module}::",))
     own = _own_counts(ran, own_expected, compiled=True, timed_out="test" in mine.timed_out)
-    hidden = _hidden_counts(mine, ran, True) if m.hidden is not None else None
+    hidden = _hidden_counts(mine, ran, m.hidden_compiles) if m.hidden is not None else None
     # The test output as the member's own binary prints it: its paths, and the counts its filters leave out.
     running = _RUNNING.search(ran.get("test", ""))
-    filtered = {"test": len(m.hidden_tests), "hidden:0": int(running.group(1)) if running else own_expected}
+    filtered = {"test": len(m.hidden_tests) if m.with_hidden else 0,
+                "hidden:0": int(running.group(1)) if running else own_expected}
     mine.outputs = [_FILTERED.sub(rf"\g<1>{filtered[name]} filtered out;", out)
                     .replace(f"{m.module}::", "").replace(m.file, "src/lib.rs") for name, out in ran.items()]
     report = _report(mine, m.facts, True, outcome, own, hidden)

@@ -37,8 +37,11 @@ class Verifier:
 
     backend = "local"
 
-    def __init__(self, config: VerifierConfig | None = None, workers: int | None = None, cache_size: int = 65536):
+    def __init__(self, config: VerifierConfig | None = None, workers: int | None = None, cache_size: int = 65536,
+                 adaptive: bool = True):
         self.config = config or VerifierConfig()
+        self.adaptive = adaptive
+        """Batch mode: verify batches one by one while recent ones combined little (``MIN_COMBINED``)."""
         self.workers = workers or usable_cpus()
         self.cache_size = cache_size
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rust-verify")
@@ -167,7 +170,7 @@ class Verifier:
         """Whether to verify this batch one by one: recent batches mostly failed to compile (combining them costs
         more than it saves), and this is not a batch that probes whether that changed."""
         with self._lock:
-            if self._combined_rate >= MIN_COMBINED:
+            if not self.adaptive or self._combined_rate >= MIN_COMBINED:
                 return False
             self.stats["uncombined_batches"] += 1
             return self.stats["uncombined_batches"] % PROBE_EVERY != 0

@@ -63,6 +63,11 @@ MIXED: dict[str, tuple[str, HiddenTests | None]] = {
     "type_error": (ADD + "    \"three\"\n}\n" + OWN, ADD_TESTS),
     "test_error": (ADD + "    a + b\n}\n" + OWN.replace("add(1, 2)", "add(1)"), ADD_TESTS),
     "hidden_mismatch": ("pub fn add(a: i64) -> i64 {\n    a\n}\n", ADD_TESTS),
+    "hidden_mismatch_own": ("pub fn add(a: i64) -> i64 {\n    a\n}\n" + OWN.replace("add(1, 2), 3", "add(3), 3"),
+                            ADD_TESTS),
+    "hidden_mismatch_own_fails": ("pub fn add(a: i64) -> i64 {\n    a\n}\n" + OWN.replace("add(1, 2), 3", "add(3), 4"),
+                                  ADD_TESTS),
+    "hidden_mismatch_test_error": ("pub fn add(a: i64) -> i64 {\n    a\n}\n" + OWN, ADD_TESTS),
     "unclosed": (ADD + "    (a + b\n}\n" + OWN, ADD_TESTS),
     "unterminated": (ADD + "    let s = \"oops;\n    a + b\n}\n" + OWN, ADD_TESTS),
     "stack": (STACK, STACK_TESTS),
@@ -95,7 +100,8 @@ MIXED: dict[str, tuple[str, HiddenTests | None]] = {
 }
 """Every fallback case and every kind of verdict, most of them answering the same two prompts."""
 SHARED = {"right", "right_again", "wrong", "warnings", "deny_lint", "panics", "loops", "allocates", "stack",
-          "stack_again", "no_tests", "no_tests_lint", "edition_2018"}
+          "stack_again", "no_tests", "no_tests_lint", "edition_2018", "hidden_mismatch_own",
+          "hidden_mismatch_own_fails"}
 """Cases that may share a crate and compile (the rest fall back, up front or after a combined compile)."""
 
 
@@ -131,7 +137,7 @@ def alone() -> dict[str, Report]:
 def test_blockers_name_every_unsafe_case():
     blocked = {name: blocker(code, hidden) for name, (code, hidden) in MIXED.items()}
     assert {name for name, reason in blocked.items() if reason is None} == SHARED | {
-        "type_error", "test_error", "hidden_mismatch", "unclosed", "unterminated"}
+        "type_error", "test_error", "hidden_mismatch", "hidden_mismatch_test_error", "unclosed", "unterminated"}
     assert blocked["crate_path"] == "crate path" and blocked["super_out"] == "super path out of its module"
     assert blocked["foreign_impl"] == "trait impl for a type it does not define"
     assert blocked["main_shape"] == "main-shaped hidden tests" and blocked["fn_main"] == "fn main"
@@ -145,6 +151,12 @@ def test_mixed_batch_matches_each_completion_alone(alone):
         assert _normalised(report) == _normalised(alone[name]), name
     assert result.combined == len(SHARED) - 1  # the 2018 case is alone in its group
     assert result.fallbacks["compile error"] == 3 and result.fallbacks["alone"] == 1
+    assert result.fallbacks["hidden tests do not compile"] == 1  # no tests of its own: its report names the errors
+    own = result.reports[list(MIXED).index("hidden_mismatch_own")]
+    assert own.own_tests.passed == 1 and own.hidden_tests.expected == 2 and not own.hidden_tests.passed
+    assert own.build_ok and not own.error_codes
+    fails = result.reports[list(MIXED).index("hidden_mismatch_own_fails")]
+    assert fails.own_tests.failed == 1 and not fails.hidden_tests.passed
     assert result.fallbacks["syntax error"] == 2  # rustc stops at the first; rustfmt finds the other
     assert sum(result.fallbacks.values()) == len(MIXED) - 1 - result.combined  # "empty" is not a fallback
 
@@ -202,13 +214,15 @@ def test_adversarial_corpus_matches_direct():
             assert batch[name].verdict() == direct[name].verdict(), name
 
 
-def test_batches_that_do_not_compile_soon_skip_combining():
-    verifier = Verifier(_config("batch"), workers=2)
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_batches_that_do_not_compile_soon_skip_combining(adaptive):
+    verifier = Verifier(_config("batch"), workers=2, adaptive=adaptive)
     for k in range(3):
         verifier.verify_many([f"{ADD}    a + {k}{i}\n" for i in range(4)], raw_code=True)  # unclosed braces
     verifier.close()
-    assert verifier.stats["combined"] == 0 and verifier.stats["uncombined_batches"] == 1
-    assert verifier.fallback_reasons["syntax error"] + verifier.fallback_reasons["alone"] == 8
+    assert verifier.stats["combined"] == 0 and verifier.stats["uncombined_batches"] == (1 if adaptive else 0)
+    tried = verifier.fallback_reasons["syntax error"] + verifier.fallback_reasons["alone"]
+    assert tried == (8 if adaptive else 12)  # not adaptive: every batch tries to combine
 
 
 def test_verifier_batch_mode_caches_and_counts():
