@@ -6,8 +6,8 @@ Reads `RUN_DIR/completions/step_*.parquet` (what train.py logged) and the run's 
 unless `--data` names one), and verifies each step's completions as one batch with their tasks' hidden tests, as
 the reward functions do: fresh caches per repeat, modes interleaved, medians compared. Prints both times, how many
 completions batch mode combined and why the others fell back, and whether every verdict agrees. Without
-`--adaptive` batch mode tries to combine every step (what could be combined); with it, it skips combining after
-batches that combined little, as in training.
+`--adaptive` every share gets one shared clippy pass (what could be combined); with it, as in training, shares get
+each completion's own first pass while recent batches mostly did not build (`verifier.OWN_FIRST_ABOVE`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", help="a step or range of steps, e.g. 51-60 (default: all)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--adaptive", action="store_true", help="skip combining after batches that combined little")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="own first passes while recent batches mostly did not build (as in training)")
     args = parser.parse_args(argv)
     data = args.data or Path(json.loads((args.run / "params.json").read_text())["data"])
     hidden = {task.task_id: task.hidden_tests() for task in load_file(data)}
@@ -76,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.run}: {len(steps)} steps, {n} completions, {stats['verified']} verified (distinct per step)")
     print(f"direct {direct:.2f} s  batch {batch:.2f} s  direct/batch {direct / batch:.2f}x  "
           f"(medians of {args.repeats}; runs {({m: [round(t, 2) for t in ts] for m, ts in times.items()})})")
-    print(f"batch: {stats['combined']} combined, {stats['fallback']} one by one {stats['reasons']}, "
-          f"{stats['uncombined_batches']} batches not combined")
+    print(f"batch: {stats['combined']} combined, {stats['settled']} settled by their own first pass, "
+          f"{stats['fallback']} one by one {stats['reasons']}; "
+          f"{stats['own_first_shares']} shares with own first passes")
     print(f"verdicts agree: {same}/{n}")
     return 0 if same == n else 1
 

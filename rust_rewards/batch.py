@@ -38,7 +38,7 @@ from pathlib import Path
 from rust_rewards import sandbox
 from rust_rewards.crate import CrateLayout, hidden_module_source, lib_source
 from rust_rewards.diagnostics import CompileOutcome, parse_compiler
-from rust_rewards.report import Report, SourceFacts
+from rust_rewards.report import Report, SourceFacts, TestCounts
 from rust_rewards.source import HIDDEN_PREFIX, Token, analyse, tokenize
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import find_toolchain, shared_toolchain
@@ -51,6 +51,7 @@ from rust_rewards.verify import (
     _report,
     _run_tests,
     _rustc_base,
+    _skipped,
     check_workdir,
     code_hash,
     verify_code,
@@ -74,11 +75,15 @@ _NOT_SELF_TYPE = frozenset({"&", "mut", "dyn", "(", "[", "*", "const"})
 
 @dataclass(frozen=True)
 class BatchResult:
-    """Reports in input order, how many were verified in a shared crate, and why the others were not."""
+    """Reports in input order, how many were verified in a shared crate, why the others were not, and (with
+    ``own_first``) how many were settled by their own first pass (they do not build)."""
 
-    reports: list[Report]
+    reports: list[Report | None]
     combined: int
     fallbacks: Counter[str] = field(default_factory=Counter)
+    settled: int = 0
+    deferred: dict[int, sandbox.RunResult | None] = field(default_factory=dict)
+    """With ``defer``: the completions left to the direct path (their reports are None), with their first pass."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +206,16 @@ def _group_key(member: _Member) -> tuple:
             bool(member.facts.test_fns or hidden))
 
 
-def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierConfig, slot: int = 0) -> BatchResult:
-    """Verify ``(code, hidden)`` pairs (extracted, distinct): combined where safe, else one by one."""
+def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierConfig, slot: int = 0,
+                 own_first: bool = False, defer: bool = False) -> BatchResult:
+    """Verify ``(code, hidden)`` pairs (extracted, distinct): combined where safe, else one by one (``defer``:
+    left to the caller, e.g. a pool that spreads them over its workers).
+
+    ``own_first``: each completion that needs a test harness gets the direct path's first pass (clippy, which
+    gives the build verdict) on its own, all in one sandbox call; only the ones that build share the harness
+    compile. Cheaper than one shared clippy pass when many completions do not build (a shared pass with errors is
+    wasted and compiled again), dearer when most do.
+    """
     prefix = f"{HIDDEN_PREFIX}_m{secrets.token_hex(6)}"
     reports: dict[int, Report] = {}
     fallback: dict[int, str] = {}
@@ -217,26 +230,44 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
         tests = hidden_module_source(hidden)[1] if hidden is not None else ()
         member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, tests)
         groups.setdefault(_group_key(member), []).append(member)
-    for members in groups.values():
-        done, failed = _combine(members, prefix, config, slot)
+    settled = 0
+    firsts: dict[int, sandbox.RunResult] = {}
+    for key, members in groups.items():
+        done, failed, first = _combine(members, prefix, config, slot, own_first and key[2])
         reports.update(done)
         fallback.update(failed)
-    for index in fallback:
+        firsts.update(first)
+        settled += sum(i in first and not done[i].build_ok for i in done)  # the others shared the harness
+    for index in () if defer else fallback:
         code, hidden = items[index]
-        reports[index] = verify_code(code, hidden, config, slot)
+        reports[index] = verify_code(code, hidden, config, slot, first=firsts.get(index))
     counted = Counter(reason for reason in fallback.values() if reason != "no code")
-    return BatchResult([reports[i] for i in range(len(items))], len(items) - len(fallback), counted)
+    return BatchResult([reports.get(i) for i in range(len(items))], len(items) - len(fallback) - settled, counted,
+                       settled, {i: firsts.get(i) for i in fallback} if defer else {})
 
 
-def _combine(members: list[_Member], prefix: str, config: VerifierConfig,
-             slot: int) -> tuple[dict[int, Report], dict[int, str]]:
-    """Compile ``members`` together (dropping the ones a pass rejects) and run each one's tests on its own."""
+def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: int,
+             own_first: bool) -> tuple[dict[int, Report], dict[int, str], dict[int, sandbox.RunResult]]:
+    """Compile ``members`` together (dropping the ones a pass rejects) and run each one's tests on its own; the
+    reports, the members left to the direct path with why, and (``own_first``) each member's own first pass
+    (final for the reports of members that do not build; the direct path goes on from it for the others)."""
     failed: dict[int, str] = {}
     tc = find_toolchain()
     iso = sandbox.detect_isolation()
     if iso.drop_uid:
         tc = shared_toolchain(tc)
         check_workdir(config.workdir or tempfile.gettempdir())
+    settled: dict[int, Report] = {}
+    firsts: dict[int, sandbox.RunResult] | None = None
+    if own_first and len(members) > 1:
+        base = Path(tempfile.mkdtemp(prefix="rr-batch-", dir=config.workdir))
+        try:
+            base.chmod(0o755)
+            settled, firsts, bad = _first_passes(_compile_job(base, members, tc, config, slot), members, iso.layers)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        failed.update(bad)
+        members = [m for m in members if m.index in firsts and m.index not in settled]
     screen = False
     for _round in range(MAX_ROUNDS):
         if len(members) < 2:
@@ -255,10 +286,10 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig,
                     reason = "alone"
                     break
                 _write_lib(job.layout.root, members)
-            compiled = _compile(job, members, prefix)
+            compiled = _compile(job, members, prefix, firsts)
             if isinstance(compiled, str):
                 failed.update((m.index, compiled) for m in members)
-                return {}, failed
+                return settled, failed, firsts or {}
             rejected = {m.index: outcome for m, outcome in compiled.items() if isinstance(outcome, str)}
             if not rejected:
                 shutil.rmtree(job.layout.root / "src")
@@ -267,7 +298,7 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig,
                 for m in members:
                     if reports[m.index].forged:
                         failed[m.index] = "forged hidden output"
-                return {i: r for i, r in reports.items() if i not in failed}, failed
+                return settled | {i: r for i, r in reports.items() if i not in failed}, failed, firsts or {}
             # Hidden tests that do not compile against code with its own tests: the direct path judges those tests
             # alone (hidden errors not reported), so the member stays, compiled without its hidden module.
             alone = {m.index for m in members if rejected.get(m.index) == _HIDDEN_ONLY and m.facts.test_fns}
@@ -285,7 +316,44 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig,
     else:
         reason = f"still rejecting after {MAX_ROUNDS} combined compiles"
     failed.update((m.index, reason) for m in members)
-    return {}, failed
+    return settled, failed, firsts or {}
+
+
+def _first_passes(job: _Job, members: list[_Member], layers: tuple[str, ...]
+                  ) -> tuple[dict[int, Report], dict[int, sandbox.RunResult], dict[int, str]]:
+    """Each member's own first pass, exactly the direct path's (its file as the crate root), in one sandbox call.
+
+    Returns the reports of the members that do not build (final: the direct path stops there too), every
+    pass's result as the direct path would see it (file renamed to ``src/lib.rs``), and the members left to
+    the direct path from the start."""
+    name, tc = job.layout.lib_name, job.tc
+    steps = [sandbox.Step(f"build:{i}", [
+        *_rustc_base(job, tc.clippy_driver, m.file), "--crate-type", "lib", "--crate-name", name,
+        "--emit=metadata", *_DEV, "-o", f"target/{m.module}.rmeta",
+    ]) for i, m in enumerate(members)]
+    results = job.run_steps("first", steps, limits=job.config.compile_limits)
+    settled: dict[int, Report] = {}
+    firsts: dict[int, sandbox.RunResult] = {}
+    failed: dict[int, str] = {}
+    for i, m in enumerate(members):
+        result = results.get(f"build:{i}")
+        if result is None or result.timed_out:
+            failed[m.index] = "compile timeout"
+            continue
+        result = replace(result, stderr=result.stderr.replace(m.file, "src/lib.rs"))
+        if m.module in result.stderr:
+            failed[m.index] = "message names the shared crate"
+            continue
+        firsts[m.index] = result
+        outcome = parse_compiler(result.stderr)
+        if outcome.hard_errors == 0 and (result.returncode == 0 or outcome.clippy_errors > 0):
+            continue
+        layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
+                         hidden_names=(m.hidden_tests,) if m.hidden is not None else ())
+        mine = _Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations={"build": result.seconds})
+        report = _report(mine, m.facts, False, outcome, TestCounts(expected=len(m.facts.test_fns)), _skipped(layout))
+        settled[m.index] = replace(report, code_hash=code_hash(m.code, m.hidden, job.config), isolation=layers)
+    return settled, firsts, failed
 
 
 def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig, slot: int) -> _Job:
@@ -310,11 +378,13 @@ def _write_lib(root: Path, members: list[_Member]) -> None:
     (root / "src" / "lib.rs").write_text("".join(f"pub mod {m.module};\n" for m in members))
 
 
-def _compile(job: _Job, members: list[_Member], prefix: str) -> str | dict[_Member, CompileOutcome | str]:
+def _compile(job: _Job, members: list[_Member], prefix: str,
+             firsts: dict[int, sandbox.RunResult] | None = None) -> str | dict[_Member, CompileOutcome | str]:
     """The shared clippy pass (and test harness): each member's outcome, or why it was rejected; a string
     alone when the group cannot be judged (a timeout, a message or failure that belongs to no member).
     ``prefix`` starts every member's module name: a message that still names one after the member's own
-    file is renamed depends on the shared crate (e.g. a type printed with its module path)."""
+    file is renamed depends on the shared crate (e.g. a type printed with its module path). ``firsts``: each
+    member's own first pass (``_first_passes``), which replaces the shared clippy pass."""
     name, tc = job.layout.lib_name, job.tc
     harness = _group_key(members[0])[2]
     emit = "metadata" if harness else "link"
@@ -327,7 +397,7 @@ def _compile(job: _Job, members: list[_Member], prefix: str) -> str | dict[_Memb
         "-C", "link-dead-code", "-C", "prefer-dynamic", "-o", f"target/{name}-test",
     ], stop_unless_ok=True)
     # The harness first: it meets the library's hard errors as well as the tests', so a failing round ends there.
-    steps = [test, build] if harness else [build]
+    steps = [test] if firsts is not None else [test, build] if harness else [build]
     results = job.run_steps("compile", steps, limits=job.config.compile_limits)
     if any(r.timed_out for r in results.values()):
         return "compile timeout"
@@ -350,10 +420,10 @@ def _compile(job: _Job, members: list[_Member], prefix: str) -> str | dict[_Memb
             outcomes[m] = "syntax error" if "syntax error" in errors else "compile error"
         elif any(prefix in line for line in lines):
             outcomes[m] = "message names the shared crate"
-        elif "build" not in passes:
+        elif "build" not in passes and firsts is None:
             outcomes[m] = CompileOutcome()  # the harness failed elsewhere: this round is compiled again
         else:  # as the direct path merges them: the library pass, then the harness
-            outcome = parse_compiler("\n".join(passes["build"][m]))
+            outcome = parse_compiler(firsts[m.index].stderr if firsts is not None else "\n".join(passes["build"][m]))
             if "test_compile" in passes:
                 outcome = outcome.merged(parse_compiler("\n".join(passes["test_compile"][m]), clippy_pass=False))
             outcomes[m] = outcome

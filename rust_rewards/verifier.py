@@ -21,15 +21,16 @@ from rust_rewards.batch import blocker, verify_batch
 from rust_rewards.cpus import usable_cpus
 from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
+from rust_rewards.sandbox import RunResult
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import find_toolchain
 from rust_rewards.verify import VerifierConfig, check_workdir, code_hash, verify_code
 
 Progress = Callable[[int, int], None] | bool | None
-MIN_COMBINED = 0.1
-"""Batch mode: below this recent share of completions verified combined, batches are verified one by one..."""
-PROBE_EVERY = 4
-"""... except every ``PROBE_EVERY``-th batch, which tries combining again (the policy moves only speed)."""
+_UNBUILT = ("syntax error", "compile error", "most of its share failed to compile")
+OWN_FIRST_ABOVE = 0.3
+"""Batch mode: at or above this recent share of completions that do not build, each completion gets its own first
+pass and only the ones that build share a crate (``verify_batch(own_first=True)``); the policy moves only speed."""
 
 
 class Verifier:
@@ -41,7 +42,8 @@ class Verifier:
                  adaptive: bool = True):
         self.config = config or VerifierConfig()
         self.adaptive = adaptive
-        """Batch mode: verify batches one by one while recent ones combined little (``MIN_COMBINED``)."""
+        """Batch mode: give each completion its own first pass while recent batches mostly did not build
+        (``OWN_FIRST_ABOVE``); otherwise one shared clippy pass per share."""
         self.workers = workers or usable_cpus()
         self.cache_size = cache_size
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rust-verify")
@@ -51,11 +53,11 @@ class Verifier:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Report] = OrderedDict()
         self._inflight: dict[str, Future[Report]] = {}
-        self.stats = {"requested": 0, "verified": 0, "cache_hits": 0, "combined": 0, "fallback": 0,
-                      "uncombined_batches": 0}
+        self.stats = {"requested": 0, "verified": 0, "cache_hits": 0, "combined": 0, "fallback": 0, "settled": 0,
+                      "own_first_shares": 0}
         self.fallback_reasons: Counter[str] = Counter()
         """Batch mode: why completions were verified one by one instead of in a shared crate."""
-        self._combined_rate = 1.0  # batch mode: moving average of the share of a batch verified combined
+        self._unbuilt_rate = 0.0  # batch mode: moving average of the share of a batch's code that did not build
 
     def _take_slot(self) -> int:
         with self._slot_free:
@@ -72,10 +74,10 @@ class Verifier:
         return Report(has_code=bool(code.strip()), internal_error=f"{type(exc).__name__}: {exc}",
                       mode=self.config.mode)
 
-    def _with_slot(self, code: str, hidden: HiddenTests | None) -> Report:
+    def _with_slot(self, code: str, hidden: HiddenTests | None, first: RunResult | None = None) -> Report:
         slot = self._take_slot()
         try:
-            return verify_code(code, hidden, self.config, slot=slot)
+            return verify_code(code, hidden, self.config, slot=slot, first=first)
         except Exception as exc:  # noqa: BLE001 - a crash must become a failed report, never reach the trainer
             return self._failed(code, exc)
         finally:
@@ -85,20 +87,35 @@ class Verifier:
         """Verify one worker's share of a batch together and resolve its futures."""
         slot = self._take_slot()
         try:
-            result = verify_batch([(code, hidden) for code, hidden, _ in share], self.config, slot=slot)
             with self._lock:
-                self._combined_rate = (self._combined_rate + result.combined / len(share)) / 2
+                own_first = self.adaptive and self._unbuilt_rate >= OWN_FIRST_ABOVE
+                self.stats["own_first_shares"] += own_first
+            result = verify_batch([(code, hidden) for code, hidden, _ in share], self.config, slot=slot,
+                                  own_first=own_first, defer=True)
+            unbuilt = (result.settled + sum(result.fallbacks[r] for r in _UNBUILT)) / len(share)
+            with self._lock:
+                self._unbuilt_rate = (self._unbuilt_rate + unbuilt) / 2
                 self.stats["combined"] += result.combined
+                self.stats["settled"] += result.settled
                 self.stats["fallback"] += sum(result.fallbacks.values())
                 self.fallback_reasons.update(result.fallbacks)
             for (_, _, future), report in zip(share, result.reports, strict=True):
-                future.set_result(report)
+                if report is not None:
+                    future.set_result(report)
         except Exception as exc:  # noqa: BLE001 - a crash must become failed reports, never reach the trainer
             for code, _, future in share:
                 if not future.done():
                     future.set_result(self._failed(code, exc))
+            return
         finally:
             self._give_slot(slot)
+        # The rest take the direct path as tasks of the pool, so that idle workers share them out.
+        for index, first in result.deferred.items():
+            code, hidden, future = share[index]
+            self._pool.submit(self._resolve, future, code, hidden, first)
+
+    def _resolve(self, future: Future[Report], code: str, hidden: HiddenTests | None, first: RunResult | None) -> None:
+        future.set_result(self._with_slot(code, hidden, first))
 
     def submit(self, completion: Any, hidden: HiddenTests | None = None, raw_code: bool = False) -> Future[Report]:
         """Start (or join) the verification of one completion and return its future."""
@@ -166,15 +183,6 @@ class Verifier:
         _follow(futures, progress)
         return [f.result() for f in futures]
 
-    def _skip_combining(self) -> bool:
-        """Whether to verify this batch one by one: recent batches mostly failed to compile (combining them costs
-        more than it saves), and this is not a batch that probes whether that changed."""
-        with self._lock:
-            if not self.adaptive or self._combined_rate >= MIN_COMBINED:
-                return False
-            self.stats["uncombined_batches"] += 1
-            return self.stats["uncombined_batches"] % PROBE_EVERY != 0
-
     def submit_many(self, completions: Sequence[Any], hidden: Sequence[HiddenTests | None],
                     raw_code: bool = False) -> list[Future[Report]]:
         """Start (or join) the verification of a batch; one future per completion, in order.
@@ -183,7 +191,7 @@ class Verifier:
         share per worker, each verified together; the others are submitted one by one. Other backends pass
         their batches on whole (a Ray actor's local ``Verifier`` does the combining).
         """
-        if self.config.mode != "batch" or self.backend != "local" or self._skip_combining():
+        if self.config.mode != "batch" or self.backend != "local":
             return [self.submit(c, h, raw_code) for c, h in zip(completions, hidden, strict=True)]
         codes = [c if raw_code else extract_rust(c) for c in completions]
         if any(code.strip() for code in codes):

@@ -127,9 +127,13 @@ class _Job:
 
 
 def verify_code(
-    code: str, hidden: HiddenTests | None = None, config: VerifierConfig | None = None, slot: int = 0
+    code: str, hidden: HiddenTests | None = None, config: VerifierConfig | None = None, slot: int = 0,
+    first: sandbox.RunResult | None = None,
 ) -> Report:
-    """Verify Rust source ``code`` (already extracted) against optional hidden tests."""
+    """Verify Rust source ``code`` (already extracted) against optional hidden tests.
+
+    ``first``: the direct path's first pass (clippy), already run on exactly this code as ``src/lib.rs`` (batch
+    mode runs it for many completions in one sandbox call): it is not run again."""
     config = config or VerifierConfig()
     facts = analyse(code)
     key = code_hash(code, hidden, config)
@@ -149,7 +153,8 @@ def verify_code(
         layout = write_crate(crate_dir, code, hidden)
         sandbox.prepare_dir(crate_dir, slot)
         job = _Job(layout, tc, config, slot, base / "logs")
-        verdict = _verify_cargo(job, code, facts) if config.mode == "cargo" else _verify_direct(job, code, facts)
+        verdict = (_verify_cargo(job, code, facts) if config.mode == "cargo"
+                   else _verify_direct(job, code, facts, first))
         return replace(verdict, code_hash=key, isolation=iso.layers)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -243,7 +248,7 @@ def _rustc_base(job: _Job, tool: Path, src: str) -> list[str]:
     return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
 
 
-def _verify_direct(job: _Job, code: str, facts) -> Report:
+def _verify_direct(job: _Job, code: str, facts, first: sandbox.RunResult | None = None) -> Report:
     layout, tc, limits = job.layout, job.tc, job.config.compile_limits
     name = layout.lib_name
     own_expected = len(facts.test_fns)
@@ -262,8 +267,13 @@ def _verify_direct(job: _Job, code: str, facts) -> Report:
         "-C", "prefer-dynamic", "-o", f"target/{name}-test",
     ])
     integration_steps = _integration_compile_steps(job, profile)
-    compiled = job.run_steps("compile", [build_step, *([test_step] if harness else []), *integration_steps],
-                             limits=limits)
+    steps = [*([test_step] if harness else []), *integration_steps]
+    if first is None:
+        compiled = job.run_steps("compile", [build_step, *steps], limits=limits)
+    else:  # as if ``build_step`` had just run and stopped the sequence unless it succeeded
+        job._account("build", first)
+        go_on = first.returncode == 0 and not first.timed_out and steps
+        compiled = {"build": first, **(job.run_steps("compile", steps, limits=limits) if go_on else {})}
     lib = compiled["build"]
     outcome = parse_compiler(lib.stderr)
     if lib.timed_out:

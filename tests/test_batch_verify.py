@@ -145,11 +145,16 @@ def test_blockers_name_every_unsafe_case():
     assert blocked["release"] == "release profile"
 
 
-def test_mixed_batch_matches_each_completion_alone(alone):
-    result = verify_batch([MIXED[name] for name in MIXED], _config("batch"))
+@pytest.mark.parametrize("own_first", [False, True])
+def test_mixed_batch_matches_each_completion_alone(alone, own_first):
+    result = verify_batch([MIXED[name] for name in MIXED], _config("batch"), own_first=own_first)
     for name, report in zip(MIXED, result.reports, strict=True):
         assert _normalised(report) == _normalised(alone[name]), name
     assert result.combined == len(SHARED) - 1  # the 2018 case is alone in its group
+    if own_first:  # the code that does not build is settled by its own first pass; test code errors fall back
+        assert result.settled == 3 and result.fallbacks["compile error"] == 2 and not result.fallbacks["syntax error"]
+        assert result.fallbacks["alone"] == 1 and result.fallbacks["hidden tests do not compile"] == 1
+        return
     assert result.fallbacks["compile error"] == 3 and result.fallbacks["alone"] == 1
     assert result.fallbacks["hidden tests do not compile"] == 1  # no tests of its own: its report names the errors
     own = result.reports[list(MIXED).index("hidden_mismatch_own")]
@@ -183,7 +188,7 @@ def test_report_does_not_depend_on_the_neighbours(alone, seed):
     rng = random.Random(seed)
     pool = sorted(set(MIXED) - {"loops"})
     members = rng.sample(pool, rng.randint(3, len(pool)))
-    result = verify_batch([MIXED[name] for name in members], _config("batch"))
+    result = verify_batch([MIXED[name] for name in members], _config("batch"), own_first=bool(seed % 2))
     for name, report in zip(members, result.reports, strict=True):
         assert _normalised(report) == _normalised(alone[name]), (seed, name)
 
@@ -191,9 +196,12 @@ def test_report_does_not_depend_on_the_neighbours(alone, seed):
 def test_benchmark_corpus_matches_direct_and_cargo():
     corpus = {name: (extract_rust(text), None) for name, text in load_corpus(DEFAULT_CORPUS)}
     batch, direct, cargo = (_verify(mode, corpus) for mode in ("batch", "direct", "cargo"))
-    for name in corpus:
+    own_first = verify_batch(list(corpus.values()), _config("batch"), own_first=True)
+    for name, first in zip(corpus, own_first.reports, strict=True):
         assert _normalised(batch[name]) == _normalised(direct[name]), name
+        assert _normalised(first) == _normalised(direct[name]), name
         assert batch[name].verdict() == cargo[name].verdict(), name
+    assert own_first.combined == 19 and own_first.settled == 4  # the fifth compile error is in its test code
 
 
 def test_adversarial_corpus_matches_direct():
@@ -215,14 +223,18 @@ def test_adversarial_corpus_matches_direct():
 
 
 @pytest.mark.parametrize("adaptive", [True, False])
-def test_batches_that_do_not_compile_soon_skip_combining(adaptive):
+def test_batches_that_mostly_do_not_build_get_their_own_first_passes(adaptive):
     verifier = Verifier(_config("batch"), workers=2, adaptive=adaptive)
     for k in range(3):
-        verifier.verify_many([f"{ADD}    a + {k}{i}\n" for i in range(4)], raw_code=True)  # unclosed braces
+        codes = [f"{ADD}    a + {k}{i}\n" for i in range(4)]  # unclosed braces
+        reports = verifier.verify_many(codes, [ADD_TESTS] * 4, raw_code=True)
+        assert all(r.has_code and not r.build_ok and r.hidden_tests.expected == 2 for r in reports)
     verifier.close()
-    assert verifier.stats["combined"] == 0 and verifier.stats["uncombined_batches"] == (1 if adaptive else 0)
-    tried = verifier.fallback_reasons["syntax error"] + verifier.fallback_reasons["alone"]
-    assert tried == (8 if adaptive else 12)  # not adaptive: every batch tries to combine
+    # The first batch shares a clippy pass (it fails: all 4 go one by one); then the next two
+    # get their own first passes in each share's one sandbox call, which settle them.
+    assert verifier.stats["own_first_shares"] == (4 if adaptive else 0)
+    assert verifier.stats["settled"] == (8 if adaptive else 0)
+    assert sum(verifier.fallback_reasons.values()) == (4 if adaptive else 12)
 
 
 def test_verifier_batch_mode_caches_and_counts():
