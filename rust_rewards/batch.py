@@ -22,6 +22,11 @@ rustc at the first such file, rustfmt screens every file first), and when its hi
 that belongs to no completion, or a compile timeout, sends the whole group to the direct path. Errors only in its
 hidden tests' file, when it has tests of its own, keep it in the crate: as on the direct path, it is compiled again
 without its hidden tests and judged on its own tests alone.
+
+With ``own_first`` (chosen by ``Verifier`` while most completions do not build) the shared clippy pass is replaced
+by each member's own: the direct path's first pass with the member's file as the crate root, all in one sandbox
+call. Members that do not build are settled by it; the others share the test harness as above, and any left to the
+direct path go on from their first pass.
 """
 
 from __future__ import annotations
