@@ -262,3 +262,22 @@ def test_train_py_picks_the_verifier_mode():
         assert verifier_for(mode="direct").config.mode == "direct"
     finally:
         configure_verifier()
+
+
+def test_exemplar_tasks_of_the_training_benchmark_are_solved_by_their_references(tmp_path):
+    """benchmarks/batch_training.py --tasks exemplar: valid task rows whose references pass their hidden tests."""
+    import importlib.util
+
+    from rust_rewards.importers import load_file
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "batch_training.py"
+    spec = importlib.util.spec_from_file_location("batch_training", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    (tmp_path / "tasks.jsonl").write_text(bench.exemplar_tasks())
+    tasks = load_file(tmp_path / "tasks.jsonl")
+    verifier = Verifier(_config("direct"), workers=2)
+    reports = verifier.verify_many([t.reference_code for t in tasks], [t.hidden_tests() for t in tasks],
+                                   raw_code=True)
+    verifier.close()
+    assert len(tasks) == 6 and all(r.hidden_ok and r.clippy_ok for r in reports)
