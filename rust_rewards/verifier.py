@@ -112,7 +112,10 @@ class Verifier:
         # The rest take the direct path as tasks of the pool, so that idle workers share them out.
         for index, first in result.deferred.items():
             code, hidden, future = share[index]
-            self._pool.submit(self._resolve, future, code, hidden, first)
+            try:
+                self._pool.submit(self._resolve, future, code, hidden, first)
+            except RuntimeError:  # the pool is shutting down: finish here
+                self._resolve(future, code, hidden, first)
 
     def _resolve(self, future: Future[Report], code: str, hidden: HiddenTests | None, first: RunResult | None) -> None:
         future.set_result(self._with_slot(code, hidden, first))
