@@ -16,7 +16,7 @@ with app.setup:
     import pandas as pd
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
-    from rust_rewards.forms import param_controls, param_panel
+    from rust_rewards.forms import check_form, param_controls, param_panel
     from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
     from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, round_metrics, summarize
     from rust_rewards.params import fill_params, param
@@ -318,16 +318,11 @@ def _(controls, form_problem, run_button):
 
 @app.cell
 def _(cli_params, controls, is_script):
-    form_problem = None
     if is_script:
-        params, _status = checked_params(cli_params), None
+        params, form_problem, _status = checked_params(cli_params), None, None
     else:
-        try:
-            params = checked_params(params_from_mapping(controls.value))
-            _status = mo.md(run_summary(params))
-        except ValueError as _err:
-            params, form_problem = None, str(_err)
-            _status = mo.callout(mo.md(f"**Cannot evaluate yet.** {_err}"), kind="danger")
+        params, form_problem, _status = check_form(controls.value, params_from_mapping, checked_params, run_summary,
+                                                   "evaluate")
     _status
     return form_problem, params
 

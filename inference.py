@@ -14,7 +14,7 @@ with app.setup:
     import pandas as pd
 
     from rust_rewards.feedback import DEFAULT_MAX_TOKENS
-    from rust_rewards.forms import param_controls, param_panel
+    from rust_rewards.forms import check_form, param_controls, param_panel
     from rust_rewards.generation import (
         BACKENDS,
         SamplingParams,
@@ -214,16 +214,11 @@ def _(controls, form_problem, run_button):
 
 @app.cell
 def _(cli_params, controls, is_script):
-    form_problem = None
     if is_script:
-        params, _status = checked_params(cli_params), None
+        params, form_problem, _status = checked_params(cli_params), None, None
     else:
-        try:
-            params = checked_params(params_from_mapping(controls.value))
-            _status = mo.md(run_summary(params))
-        except ValueError as _err:
-            params, form_problem = None, str(_err)
-            _status = mo.callout(mo.md(f"**Cannot generate yet.** {_err}"), kind="danger")
+        params, form_problem, _status = check_form(controls.value, params_from_mapping, checked_params, run_summary,
+                                                   "generate")
     _status
     return form_problem, params
 

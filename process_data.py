@@ -22,7 +22,7 @@ with app.setup:
     import pyarrow as pa
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
-    from rust_rewards.forms import param_controls, param_panel
+    from rust_rewards.forms import check_form, param_controls, param_panel
     from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
     from rust_rewards.params import fill_params, param
     from rust_rewards.paths import require_file, resolve_files
@@ -545,16 +545,11 @@ def _(controls, form_problem, run_button):
 
 @app.cell
 def _(cli_params, controls, is_script):
-    form_problem = None
     if is_script:
-        params, _status = checked_params(cli_params), None
+        params, form_problem, _status = checked_params(cli_params), None, None
     else:
-        try:
-            params = checked_params(Params.from_cli(controls.value))
-            _status = mo.md(run_summary(params))
-        except ValueError as _err:
-            params, form_problem = None, str(_err)
-            _status = mo.callout(mo.md(f"**Cannot process yet.** {_err}"), kind="danger")
+        params, form_problem, _status = check_form(controls.value, Params.from_cli, checked_params, run_summary,
+                                                   "process")
     _status
     return form_problem, params
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,17 @@ def problem_field(cls: type, message: str) -> str | None:
         if (name := flag.replace("-", "_")) in infos:
             return name
     return None
+
+
+def check_form(value: Any, parse: Callable[[Any], Any], check: Callable[[Any], Any],
+               summary: Callable[[Any], str], verb: str) -> tuple[Any | None, str | None, Any]:
+    """A form's ``value`` through the command line's own ``parse`` and ``check``: ``(params, None, summary)``, or
+    ``(None, message, red callout "Cannot <verb> yet. message")`` when they raise ``ValueError``."""
+    try:
+        params = check(parse(value))
+    except ValueError as err:
+        return None, str(err), mo.callout(mo.md(f"**Cannot {verb} yet.** {err}"), kind="danger")
+    return params, None, mo.md(summary(params))
 
 
 def _field(element: Any, help_text: str, problem: str | None = None) -> Any:

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from inference import InferenceParams, checked_params, params_from_mapping, read_tasks, run_inference
-from rust_rewards.forms import param_controls
+from inference import InferenceParams, checked_params, params_from_mapping, read_tasks, run_inference, run_summary
+from rust_rewards.forms import check_form, param_controls
 from rust_rewards.generation import (
     PREDICTION_COLUMNS,
     HFGenerator,
@@ -111,6 +111,17 @@ def test_checked_params_refuse_what_the_run_would_refuse_first(tmp_path, monkeyp
         checked_params(InferenceParams(tasks="missing.jsonl"))
     params = checked_params(InferenceParams(tasks="qwen3-rust-finetune/bundled_tasks.jsonl"))
     assert params.tasks == str(BUNDLED) and params.model == InferenceParams().model
+
+
+def test_form_values_go_through_the_command_line_checks(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    values = {"tasks": str(BUNDLED), "greedy": True, "n": 2}
+    params, problem, status = check_form(values, params_from_mapping, checked_params, run_summary, "generate")
+    assert params is None and "use --n 1 with --greedy" in problem
+    assert "Cannot generate yet." in status.text and "use --n 1 with --greedy" in status.text
+    params, problem, status = check_form({**values, "n": 1}, params_from_mapping, checked_params, run_summary,
+                                         "generate")
+    assert problem is None and params.greedy and params.n == 1 and status.text
 
 
 def test_default_names_and_output_path() -> None:
