@@ -353,10 +353,9 @@ def _first_passes(job: _Job, members: list[_Member], layers: tuple[str, ...]
         outcome = parse_compiler(result.stderr)
         if outcome.hard_errors == 0 and (result.returncode == 0 or outcome.clippy_errors > 0):
             continue
-        layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
-                         hidden_names=(m.hidden_tests,) if m.hidden is not None else ())
-        mine = _Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations={"build": result.seconds})
-        report = _report(mine, m.facts, False, outcome, TestCounts(expected=len(m.facts.test_fns)), _skipped(layout))
+        mine = _member_job(job, m, {"build": result.seconds})
+        report = _report(mine, m.facts, False, outcome, TestCounts(expected=len(m.facts.test_fns)),
+                         _skipped(mine.layout))
         settled[m.index] = replace(report, code_hash=code_hash(m.code, m.hidden, job.config), isolation=layers)
     return settled, firsts, failed
 
@@ -522,13 +521,18 @@ def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, lis
     return split
 
 
-def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
-    """Run one member's own and hidden tests in its own sandbox call (sources already deleted); its report."""
+def _member_job(job: _Job, m: _Member, durations: dict[str, float]) -> _Job:
+    """A job for one member of the shared crate: its hidden tests under their exact names in that crate."""
     inner = f"{m.module}::{m.hidden_module}"
     names = (tuple(f"{inner}::{t}" for t in m.hidden_tests),) if m.hidden is not None else ()
     layout = replace(job.layout, hidden=m.hidden, hidden_module=inner, hidden_names=names)
-    mine = _Job(layout, job.tc, job.config, job.slot, job.logs / m.module,
-                durations={k: v / size for k, v in job.durations.items()})
+    return _Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations)
+
+
+def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
+    """Run one member's own and hidden tests in its own sandbox call (sources already deleted); its report."""
+    mine = _member_job(job, m, {k: v / size for k, v in job.durations.items()})
+    layout, names = mine.layout, mine.layout.hidden_names
     binary = f"target/{layout.lib_name}-test"
     own_expected = len(m.facts.test_fns)
     ran = _run_tests(mine, (binary, bool(own_expected)), [(binary, n) for n in names if m.hidden_compiles],
