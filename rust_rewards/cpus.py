@@ -79,3 +79,20 @@ def cpu_share() -> int:
     """This process's share of the usable CPUs when ``LOCAL_WORLD_SIZE`` processes (set by ``torchrun`` and
     ``accelerate launch``) run on this machine; at least 1."""
     return max(1, usable_cpus() // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+"""CPU flags (``/proc/cpuinfo``) of native bfloat16 arithmetic; without one, PyTorch emulates bf16 and a
+backward pass on CPU runs many times slower than in fp32."""
+
+
+def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this x86 CPU computes bf16 natively (``avx512_bf16`` or ``amx_bf16`` among its flags)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return bool(set(line.split(":", 1)[-1].split()) & set(BF16_FLAGS))
+    return False

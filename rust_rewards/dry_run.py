@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rust_rewards.cpus import BF16_FLAGS, cpu_has_native_bf16
 from rust_rewards.gpu_plan import LORA_TARGETS, ModelShape, RunShape, format_plan
 from rust_rewards.tiny_model import BUNDLED_TASKS, QWEN_SHAPES, SPECIAL_TOKENS, qwen_shape_config, train_tokenizer
 
@@ -76,6 +77,9 @@ def reduce_params(full: P, model_dir: str | os.PathLike[str],
         "gradient_accumulation_steps": (1, "one prompt group per optimizer step"),
         "save_steps": (1, "a checkpoint every step, so the resume is real"),
         "use_cpu": (True, "no GPU"),
+        "bf16": (bool(p.bf16) and cpu_has_native_bf16(),
+                 f"this CPU has no native bf16 ({' or '.join(BF16_FLAGS)} missing): emulated bf16 on CPU takes "
+                 "minutes per backward pass, so the dry run computes in fp32 (a reduced setting)"),
         "use_vllm": (False, "vLLM needs a GPU: its settings are validated by the full GRPOConfig only"),
         "verifier": ("local", "the dry run verifies on this machine"),
         "wandb": (False, "a dry run is not logged as a run"),

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from trl import GRPOConfig
 
+from rust_rewards.cpus import cpu_has_native_bf16
 from rust_rewards.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
 from rust_rewards.gpu_plan import CARDS, RunShape
 from rust_rewards.rewards import REWARD_FUNCS
@@ -59,10 +60,25 @@ def test_plan_and_reductions_from_params(tmp_path):
     changed = {c.name for c in changes}
     assert {"model", "max_completion_length", "gradient_accumulation_steps", "max_steps", "use_vllm"} <= changed
     kept = {f.name for f in dataclasses.fields(p)} - changed
-    assert {"lr", "loss_type", "beta", "num_generations", "lora_target_modules", "bf16", "gradient_checkpointing",
+    assert {"lr", "loss_type", "beta", "num_generations", "lora_target_modules", "gradient_checkpointing",
             "per_device_train_batch_size", "vllm_gpu_memory_utilization"} <= kept
+    assert ("bf16" in kept) == cpu_has_native_bf16()
     assert all(getattr(dry, name) == getattr(p, name) for name in kept)
     assert dry.per_device_train_batch_size == dry.num_generations and dry.gradient_accumulation_steps == 1
+
+
+def test_without_native_bf16_the_dry_run_computes_in_fp32(tmp_path, monkeypatch):
+    import rust_rewards.dry_run as dr
+
+    p = real(tmp_path)
+    monkeypatch.setattr(dr, "cpu_has_native_bf16", lambda: False)
+    dry, changes = reduce_params(p, tmp_path / "model", tmp_path / "run")
+    (change,) = [c for c in changes if c.name == "bf16"]
+    assert (change.full, change.dry, dry.bf16) == (True, False, False)
+    assert "no native bf16" in change.reason and "avx512_bf16" in change.reason
+    monkeypatch.setattr(dr, "cpu_has_native_bf16", lambda: True)
+    dry, changes = reduce_params(p, tmp_path / "model", tmp_path / "run")
+    assert dry.bf16 and "bf16" not in {c.name for c in changes}
 
 
 def test_form_choices_are_values_trl_accepts(tmp_path):
