@@ -411,7 +411,7 @@ def task_dataset(tasks: Sequence[Task], feedback: bool = False):
     system = SYSTEM_PROMPT + FEEDBACK_INSTRUCTIONS if feedback else SYSTEM_PROMPT
     rows = []
     for task in tasks:
-        row = task.to_row()
+        row = {**task.to_row(), "task_prompt": task.prompt}
         rows.append({"prompt": chat_messages(task.prompt, system), **{k: row[k] for k in TASK_KWARGS}})
     return Dataset.from_list(rows)
 

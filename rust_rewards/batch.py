@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards import sandbox
-from rust_rewards.crate import CrateLayout, hidden_module_source, lib_source
+from rust_rewards.crate import CrateLayout, ModuleTree, module_tree
 from rust_rewards.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.report import Report, SourceFacts, TestCounts
 from rust_rewards.source import HIDDEN_PREFIX, Token, analyse, tokenize
@@ -49,16 +49,17 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import find_toolchain, shared_toolchain
 from rust_rewards.verify import (
     _DEV,
+    TestPlan,
     VerifierConfig,
-    _hidden_counts,
     _Job,
-    _own_counts,
     _report,
-    _run_tests,
     _rustc_base,
     _skipped,
     check_workdir,
     code_hash,
+    run_tests,
+    task_checked,
+    task_variants,
     verify_code,
 )
 
@@ -99,10 +100,15 @@ class _Member:
     facts: SourceFacts
     module: str
     hidden_module: str
-    hidden_tests: tuple[str, ...]
+    variants: tuple[tuple[str, str], ...]
+    tree: ModuleTree
     hidden_compiles: bool = True
     """False once its hidden tests failed to compile against its code: like the direct path, it is then compiled
     without them and judged on its own tests alone."""
+
+    def without_hidden(self) -> _Member:
+        return replace(self, hidden_compiles=False, tree=module_tree(
+            self.code, self.hidden, self.variants, with_hidden=False, hidden_module=self.hidden_module))
 
     @property
     def file(self) -> str:
@@ -115,6 +121,11 @@ class _Member:
     @property
     def with_hidden(self) -> bool:
         return self.hidden is not None and self.hidden_compiles
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Its module file and the files beside it (hidden tests, variants)."""
+        return (self.file, *(f"src/{rel}" for rel in self.tree.files))
 
 
 def blocker(code: str, hidden: HiddenTests | None, facts: SourceFacts | None = None) -> str | None:
@@ -232,8 +243,9 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
             fallback[index] = reason
             continue
         hidden_module = f"{HIDDEN_PREFIX}_hidden_{secrets.token_hex(8)}"
-        tests = hidden_module_source(hidden)[1] if hidden is not None else ()
-        member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, tests)
+        variants = task_variants(code, hidden, config, slot) if facts.test_fns else ()
+        tree = module_tree(code, hidden, variants, hidden_module=hidden_module)
+        member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, variants, tree)
         groups.setdefault(_group_key(member), []).append(member)
     settled = 0
     firsts: dict[int, sandbox.RunResult] = {}
@@ -246,6 +258,7 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
     for index in () if defer else fallback:
         code, hidden = items[index]
         reports[index] = verify_code(code, hidden, config, slot, first=firsts.get(index))
+    reports = {i: task_checked(r, *items[i]) for i, r in reports.items()}
     counted = Counter(reason for reason in fallback.values() if reason != "no code")
     return BatchResult([reports.get(i) for i in range(len(items))], len(items) - len(fallback) - settled, counted,
                        settled, {i: firsts.get(i) for i in fallback} if defer else {})
@@ -300,14 +313,11 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: 
                 shutil.rmtree(job.layout.root / "src")
                 reports = {m.index: _run_member(job, m, compiled[m], len(members), iso.layers)
                            for m in members}
-                for m in members:
-                    if reports[m.index].forged:
-                        failed[m.index] = "forged hidden output"
-                return settled | {i: r for i, r in reports.items() if i not in failed}, failed, firsts or {}
+                return settled | reports, failed, firsts or {}
             # Hidden tests that do not compile against code with its own tests: the direct path judges those tests
             # alone (hidden errors not reported), so the member stays, compiled without its hidden module.
             alone = {m.index for m in members if rejected.get(m.index) == _HIDDEN_ONLY and m.facts.test_fns}
-            members = [replace(m, hidden_compiles=False) if m.index in alone else m for m in members]
+            members = [m.without_hidden() if m.index in alone else m for m in members]
             rejected = {i: reason for i, reason in rejected.items() if i not in alone}
             failed.update(rejected)
             if 2 * len(rejected) > len(members):
@@ -367,9 +377,9 @@ def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig,
     src.mkdir(parents=True)
     (root / "target").mkdir()
     for m in members:
-        (src / f"{m.module}.rs").write_text(lib_source(m.code, m.hidden_module if m.with_hidden else None))
-        if m.with_hidden:
-            (root / m.hidden_file).write_text(hidden_module_source(m.hidden)[0])
+        (src / f"{m.module}.rs").write_text(m.tree.root)
+        for rel, text in m.tree.files.items():
+            (src / rel).write_text(text)
     _write_lib(root, members)
     hidden = members[0].hidden
     name = (hidden.crate_name if hidden else "solution").replace("-", "_")
@@ -443,8 +453,6 @@ _HIDDEN_ONLY = "hidden tests do not compile"
 _LEXER_ERRORS = frozenset({"E0748", "E0758", "E0762", "E0763", "E0765", "E0766"})
 """Unterminated raw strings, comments, characters, byte literals, strings and byte strings."""
 _SYNTAX_ERROR = re.compile(r"^error(?:\[\w+\])?: .*\n\s*--> (?:\S*/)?(src/[^:\s/]+\.rs):", re.MULTILINE)
-_RUNNING = re.compile(r"^running (\d+) tests?$", re.MULTILINE)
-_FILTERED = re.compile(r"^(test result: .*; )\d+ filtered out;", re.MULTILINE)
 _LINT_NOTE = re.compile(r"^(  = note: `#\[\w+\((clippy::\w+)\)\]` on by default)$", re.MULTILINE)
 
 
@@ -501,7 +509,7 @@ def _syntax_screen(job: _Job, members: list[_Member]) -> set[str]:
 def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, list[str]] | None:
     """A pass's JSON messages by the member whose file holds the primary span, the member's module file
     renamed to ``src/lib.rs`` (as the direct path sees it); ``None`` when a message belongs to no member."""
-    owner = {m.file: m for m in members} | {m.hidden_file: m for m in members if m.with_hidden}
+    owner = {file: m for m in members for file in m.files}
     split: dict[_Member, list[str]] = {m: [] for m in members}
     for line in stderr.splitlines():
         if not line.startswith("{"):
@@ -522,28 +530,22 @@ def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, lis
 
 
 def _member_job(job: _Job, m: _Member, durations: dict[str, float]) -> _Job:
-    """A job for one member of the shared crate: its hidden tests under their exact names in that crate."""
-    inner = f"{m.module}::{m.hidden_module}"
-    names = (tuple(f"{inner}::{t}" for t in m.hidden_tests),) if m.hidden is not None else ()
-    layout = replace(job.layout, hidden=m.hidden, hidden_module=inner, hidden_names=names)
+    """A job for one member of the shared crate: its tests under their exact names in that crate."""
+    tree = m.tree.under(m.module)
+    names = (tuple(t.name for t in tree.hidden),) if m.hidden is not None else ()
+    layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
+                     hidden_names=names, tree=tree, seals=(tree.hidden,), variant_codes=m.variants)
     return _Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations)
 
 
 def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
     """Run one member's own and hidden tests in its own sandbox call (sources already deleted); its report."""
     mine = _member_job(job, m, {k: v / size for k, v in job.durations.items()})
-    layout, names = mine.layout, mine.layout.hidden_names
+    layout = mine.layout
     binary = f"target/{layout.lib_name}-test"
-    own_expected = len(m.facts.test_fns)
-    ran = _run_tests(mine, (binary, bool(own_expected)), [(binary, n) for n in names if m.hidden_compiles],
-                     own_filter=(f"{m.module}::",))
-    own = _own_counts(ran, own_expected, compiled=True, timed_out="test" in mine.timed_out)
-    hidden = _hidden_counts(mine, ran, m.hidden_compiles) if m.hidden is not None else None
-    # The test output as the member's own binary prints it: its paths, and the counts its filters leave out.
-    running = _RUNNING.search(ran.get("test", ""))
-    filtered = {"test": len(m.hidden_tests) if m.with_hidden else 0,
-                "hidden:0": int(running.group(1)) if running else own_expected}
-    mine.outputs = [_FILTERED.sub(rf"\g<1>{filtered[name]} filtered out;", out)
-                    .replace(f"{m.module}::", "").replace(m.file, "src/lib.rs") for name, out in ran.items()]
-    report = _report(mine, m.facts, True, outcome, own, hidden)
+    plan = TestPlan(binary, layout.tree.own, ((binary, layout.tree.hidden),) if m.with_hidden else (),
+                    bool(layout.tree.variants))
+    ran = run_tests(mine, plan, own_expected=len(m.facts.test_fns), hidden_compiled=m.with_hidden)
+    mine.outputs = [out.replace(f"{m.module}::", "").replace(m.file, "src/lib.rs") for out in mine.outputs]
+    report = _report(mine, m.facts, True, outcome, ran.own, ran.hidden, ran.checks)
     return replace(report, code_hash=code_hash(m.code, m.hidden, job.config), isolation=layers)

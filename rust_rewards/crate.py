@@ -1,32 +1,45 @@
-"""Write extracted code (and optional hidden tests) into a std-only library crate.
+"""Write extracted code (and optional hidden tests) into a std-only library crate whose tests report through seals.
 
 Layout (``src/lib.rs`` is a library, so a model-written ``fn main`` is just a function and cannot clash):
 
 - ``Cargo.toml``: written by us: edition from the task (2021 by default), no dependencies, no build script,
   no auto-discovered targets, doctests off (examples in doc comments are not tests and would cost one
   compile each);
-- ``src/lib.rs``: the model's code, plus ``#[cfg(test)] #[path = "H.rs"] mod H;`` when the hidden tests are
-  unit- or main-shaped;
+- ``src/lib.rs``: the model's code (its test functions sealed, below), plus ``#[cfg(test)] #[path = "H.rs"] mod
+  H;`` when the hidden tests are unit- or main-shaped, and one such module per variant (below);
 - ``src/H.rs``: ``use super::*;`` + unit-shaped tests, or + a ``fn main`` (MultiPL-E) wrapped in a
   ``#[test] fn hidden_main``;
+- ``src/V.rs``: a variant: another solution of the task (the reference, or a wrong mutant of it) followed by the
+  model's own test code, so the same tests can be run against it;
 - ``tests/H.rs`` (+ other ``tests/*.rs``): integration-shaped tests using the crate by name.
 
-``H`` is ``__rr_hidden_`` + a random suffix drawn for each crate, so model code cannot name, shadow or include
-the hidden module; the exact libtest names of the hidden tests (``CrateLayout.hidden_names``) are known before
-anything runs, and ``remove_hidden_sources`` deletes the hidden files before any test binary starts.
+``H`` and ``V`` are ``__rr_`` + a random suffix drawn for each crate, so model code cannot name, shadow or include
+them; the exact libtest names of every test are known before anything runs, and ``remove_hidden_sources`` deletes
+every file but the model's own before any test binary starts.
+
+**Seals.** Every ``#[test]`` function we compile (hidden, own, and the own tests' copies in variants) gets, as
+the first statement of its body and on the same line as its ``{``, a guard value whose ``Drop`` writes a random
+nonce (drawn per test, per crate) to stdout when the body ends the way the test expects (normally, or by a panic
+for ``#[should_panic]``). A test passed only when its own process exited 0 and printed its nonce: output the
+code writes cannot contain a nonce it never saw, and a process ended early (exit, abort, signal) never runs the
+guard. The nonce is in the compiled binary only, which test code cannot read (``-F unsafe_code``, sources
+deleted, the binary not readable by the sandbox user).
 """
 
 from __future__ import annotations
 
+import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rust_rewards.source import HIDDEN_PREFIX, test_paths
+from rust_rewards.source import HIDDEN_PREFIX, Item, Token, _items, strip_test_code, test_paths, test_regions, tokenize
 from rust_rewards.tasks import HiddenTests
 
 HIDDEN = f"{HIDDEN_PREFIX}_hidden"
 """Prefix of the hidden module / test-target name; each crate appends a random suffix."""
+VARIANT = f"{HIDDEN_PREFIX}_variant"
+"""Prefix of a variant module's name."""
 
 _MAIN_WRAPPER = """
 #[test]
@@ -34,12 +47,169 @@ fn hidden_main() {
     main();
 }
 """
+_SEAL = ("let __rr_seal = {{ struct __RrSeal; impl ::core::ops::Drop for __RrSeal {{ fn drop(&mut self) {{ "
+         "if ::std::thread::panicking() == {panics} {{ let _ = ::std::io::Write::write_all("
+         "&mut ::std::io::stdout(), b\"\\n{nonce}\\n\"); }} }} }} __RrSeal }};")
+_SEAL_TEXT = re.compile(r"let __rr_seal = \{ struct __RrSeal; .*?\} __RrSeal \};")
+
+
+@dataclass(frozen=True)
+class SealedTest:
+    """One test function: its libtest name (relative to its module tree's root), its nonce, and whether it is
+    ``#[ignore]``d (ignored tests are not run and earn nothing)."""
+
+    name: str
+    nonce: str
+    ignored: bool = False
+    local: str = ""
+    """The test's name in the model's own code (a variant's copy has the variant's module in front of it)."""
+
+    @property
+    def key(self) -> str:
+        return self.local or self.name
+
+    def under(self, module: str) -> SealedTest:
+        """The same test seen from one module up (``module::name``)."""
+        return replace(self, name=f"{module}::{self.name}", local=self.key)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Another solution of the task compiled beside the completion, with copies of the model's own tests."""
+
+    module: str
+    kind: str
+    """``reference`` (a test failing on it earns nothing) or ``mutant`` (a wrong solution: a test passing on it
+    proves nothing)."""
+    code: str
+    tests: tuple[SealedTest, ...]
+
+    @property
+    def file(self) -> str:
+        return f"src/{self.module}.rs"
+
+
+def _fn_body_open(tokens: list[Token], fn: Item) -> int | None:
+    """Index of the ``{`` that opens the body of test function ``fn``."""
+    for i in range(fn.start, fn.end):
+        if tokens[i].text == "fn" and tokens[i + 1].text == fn.name:
+            for j in range(i + 2, fn.end + 1):
+                if tokens[j].text == "{":
+                    return j
+            return None
+    return None
+
+
+def seal_tests(source: str) -> tuple[str, tuple[SealedTest, ...]]:
+    """``source`` with a seal in every ``#[test]`` function, and those tests (names relative to the source's
+    module). Line numbers do not change.
+
+    >>> code, (t,) = seal_tests("#[test]\\nfn a() { assert!(true); }")
+    >>> t.name, code.splitlines()[1].startswith("fn a() {let __rr_seal"), t.nonce in code
+    ('a', True, True)
+    """
+    tokens = tokenize(source)
+    mods = [it for it in _items(tokens) if it.kind == "mod"]
+    inserts: list[tuple[int, str]] = []
+    sealed: list[SealedTest] = []
+    for fn in test_regions(tokens).test_fns:
+        body = _fn_body_open(tokens, fn)
+        if body is None:
+            continue
+        flat = {tok for attr in fn.attrs for tok in attr}
+        nonce = secrets.token_hex(16)
+        outer = sorted((m for m in mods if m.start < fn.start and fn.end <= m.end), key=lambda m: m.start)
+        sealed.append(SealedTest("::".join([*(m.name for m in outer), fn.name]), nonce, "ignore" in flat))
+        inserts.append((tokens[body].end, _SEAL.format(panics=str("should_panic" in flat).lower(), nonce=nonce)))
+    for offset, text in sorted(inserts, reverse=True):
+        source = source[:offset] + text + source[offset:]
+    return source, tuple(sealed)
+
+
+def strip_seals(text: str) -> str:
+    """Compiler messages as the model's own code would give them: the seals' text removed."""
+    return _SEAL_TEXT.sub("", text)
+
+
+def own_test_code(code: str) -> str:
+    """The model's test code alone (each test function with its outermost enclosing module), to be compiled
+    against another solution: its libtest names there are the same, under the variant's module."""
+    tokens = tokenize(code)
+    mods = [it for it in _items(tokens) if it.kind == "mod"]
+    spans: set[tuple[int, int]] = set()
+    for fn in test_regions(tokens).test_fns:
+        outer = [m for m in mods if m.start < fn.start and fn.end <= m.end]
+        top = min(outer, key=lambda m: m.start) if outer else fn
+        spans.add((tokens[top.start].start, tokens[top.end].end))
+    return "\n\n".join(code[a:b] for a, b in sorted(spans))
+
+
+@dataclass(frozen=True)
+class ModuleTree:
+    """The sources of one completion's module tree: its root file (``src/lib.rs`` of its own crate, or its module
+    file in a shared crate) and the files beside it; every test in it by exact name and nonce."""
+
+    root: str
+    files: dict[str, str]
+    own: tuple[SealedTest, ...]
+    hidden_module: str
+    hidden: tuple[SealedTest, ...]
+    variants: tuple[Variant, ...]
+
+    def under(self, module: str) -> ModuleTree:
+        """The same tree as a module ``module`` of a shared crate (test names seen from the crate root)."""
+        return replace(self, own=tuple(t.under(module) for t in self.own),
+                       hidden=tuple(t.under(module) for t in self.hidden),
+                       variants=tuple(replace(v, tests=tuple(t.under(module) for t in v.tests))
+                                      for v in self.variants))
+
+
+def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str, str], ...] = (), *,
+                own_tests: bool = True, with_hidden: bool = True, with_variants: bool = True,
+                hidden_module: str | None = None) -> ModuleTree:
+    """Sources for ``code`` with its hidden tests when unit/main-shaped (``with_hidden``), its own tests
+    (``own_tests``; else the code without its test code) and ``variants`` (``(kind, code)`` pairs) each holding a
+    copy of its own tests (``with_variants``). File paths are relative to ``src/``."""
+    hidden_module = hidden_module or f"{HIDDEN}_{secrets.token_hex(8)}"
+    sealed, own = seal_tests(code) if own_tests else (strip_test_code(code), ())
+    root = sealed.rstrip() + "\n"
+    files: dict[str, str] = {}
+    hidden_tests: tuple[SealedTest, ...] = ()
+    if hidden is not None and hidden.shape in ("unit", "main") and with_hidden:
+        body, hidden_tests = hidden_module_source(hidden)
+        files[f"{hidden_module}.rs"] = body
+        hidden_tests = tuple(t.under(hidden_module) for t in hidden_tests)
+        root += _hook(hidden_module)
+    made: list[Variant] = []
+    tests = own_test_code(code) if own_tests and with_variants and own else ""
+    for kind, other in variants if tests else ():
+        module = f"{VARIANT}_{secrets.token_hex(8)}"
+        text, copies = seal_tests(tests)
+        # the reference's own warnings are not the model's (and its code is never shown to the model)
+        files[f"{module}.rs"] = "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n" + text + "\n"
+        made.append(Variant(module, kind, other, tuple(t.under(module) for t in copies)))
+        root += _hook(module)
+    return ModuleTree(root, files, own, hidden_module, hidden_tests, tuple(made))
+
+
+def _hook(module: str) -> str:
+    return f'\n#[cfg(test)]\n#[path = "{module}.rs"]\nmod {module};\n'
+
+
+def hidden_module_source(hidden: HiddenTests) -> tuple[str, tuple[SealedTest, ...]]:
+    """The hidden module's source for unit/main shapes, sealed, and its tests (names inside that module)."""
+    text = hidden.text.rstrip() + "\n" + (_MAIN_WRAPPER if hidden.shape == "main" else "")
+    sealed, tests = seal_tests(text)
+    if hidden.shape == "main":
+        tests = tuple(t for t in tests if t.name == "hidden_main")
+    return "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + sealed, tests
 
 
 @dataclass(frozen=True)
 class CrateLayout:
     """A written crate. ``hidden_names`` holds, per hidden test binary (the library harness for unit/main
-    shapes, else one per ``integration_tests`` file), the exact libtest names of the hidden tests in it."""
+    shapes, else one per ``integration_tests`` file), the exact libtest names of the hidden tests in it;
+    ``seals`` the hidden tests per binary with their nonces; ``tree`` the library's module tree."""
 
     root: Path
     package: str
@@ -49,6 +219,10 @@ class CrateLayout:
     integration_tests: tuple[str, ...]
     hidden_module: str
     hidden_names: tuple[tuple[str, ...], ...]
+    code: str = ""
+    tree: ModuleTree | None = None
+    seals: tuple[tuple[SealedTest, ...], ...] = ()
+    variant_codes: tuple[tuple[str, str], ...] = ()
 
     @property
     def hidden_in_lib(self) -> bool:
@@ -62,6 +236,10 @@ class CrateLayout:
     def hidden_file(self) -> str:
         """Crate-relative path of the hidden module inside the library (unit/main shapes)."""
         return f"src/{self.hidden_module}.rs"
+
+    @property
+    def variant_files(self) -> tuple[str, ...]:
+        return tuple(v.file for v in self.tree.variants) if self.tree else ()
 
 
 def _is_test_file(rel: str) -> bool:
@@ -103,8 +281,10 @@ incremental = false
 """
 
 
-def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayout:
-    """Write the crate for ``code`` under ``root`` (which must exist) and describe it."""
+def write_crate(root: Path, code: str, hidden: HiddenTests | None,
+                variants: tuple[tuple[str, str], ...] = ()) -> CrateLayout:
+    """Write the crate for ``code`` under ``root`` (which must exist) and describe it; ``variants``: other
+    solutions (``(kind, code)``) to run the model's own tests against."""
     package = hidden.crate_name if hidden else "solution"
     lib_name = package.replace("-", "_")
     edition = hidden.edition if hidden else "2021"
@@ -113,56 +293,49 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None) -> CrateLayou
     (root / "target" / "release").mkdir(parents=True)
     module = f"{HIDDEN}_{secrets.token_hex(8)}"
     integration: list[str] = []
-    names: list[tuple[str, ...]] = []
+    seals: list[tuple[SealedTest, ...]] = []
     if hidden is not None:
-        for rel, text in hidden.extra_files:
+        files = list(hidden.extra_files)
+        if hidden.shape == "integration":
+            files.insert(0, (f"tests/{module}.rs", hidden.text))
+        for rel, text in files:
             path = root / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
             if _is_test_file(rel):
+                text, tests = seal_tests(text)
                 integration.append(rel)
-                names.append(test_paths(text))
-        if hidden.shape == "integration":
-            (root / "tests").mkdir(exist_ok=True)
-            (root / "tests" / f"{module}.rs").write_text(hidden.text)
-            integration.insert(0, f"tests/{module}.rs")
-            names.insert(0, test_paths(hidden.text))
-        else:
-            body, own = hidden_module_source(hidden)
-            (src / f"{module}.rs").write_text(body)
-            names = [tuple(f"{module}::{name}" for name in own)]
+                seals.append(tests)
+            path.write_text(text)
     (root / "Cargo.toml").write_text(_cargo_toml(package, lib_name, edition, tuple(integration)))
-    layout = CrateLayout(root, package, lib_name, edition, hidden, tuple(integration), module, tuple(names))
-    rewrite_lib(layout, code)
-    return layout
+    layout = CrateLayout(root, package, lib_name, edition, hidden, tuple(integration), module, (), code=code,
+                         seals=tuple(seals), variant_codes=variants)
+    return rewrite_lib(layout)
 
 
-def hidden_module_source(hidden: HiddenTests) -> tuple[str, tuple[str, ...]]:
-    """The hidden module's source for unit/main shapes, and its tests' libtest names inside that module."""
-    body = "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + hidden.text.rstrip() + "\n"
-    if hidden.shape == "main":
-        return body + _MAIN_WRAPPER, ("hidden_main",)
-    return body, test_paths(hidden.text)
-
-
-def lib_source(code: str, hidden_module: str | None) -> str:
-    """The model's code as a module's source, plus the hook that declares the hidden module (if any)."""
-    lib = code.rstrip() + "\n"
-    if hidden_module is not None:
-        lib += f'\n#[cfg(test)]\n#[path = "{hidden_module}.rs"]\nmod {hidden_module};\n'
-    return lib
-
-
-def rewrite_lib(layout: CrateLayout, code: str, *, hidden_hook: bool = True) -> None:
-    """Replace the model's code in ``src/lib.rs``, with or without the hidden-test hook."""
-    module = layout.hidden_module if layout.hidden_in_lib and hidden_hook else None
-    (layout.root / "src" / "lib.rs").write_text(lib_source(code, module))
+def rewrite_lib(layout: CrateLayout, *, own_tests: bool = True, with_hidden: bool = True,
+                with_variants: bool = True) -> CrateLayout:
+    """(Re)write ``src/lib.rs`` and its module files: with or without the model's test code, the hidden-test
+    hook and the variants; returns the layout describing what is there now (fresh nonces each time)."""
+    src = layout.root / "src"
+    if layout.tree is not None:
+        for rel in layout.tree.files:
+            (src / rel).unlink(missing_ok=True)
+    tree = module_tree(layout.code, layout.hidden, layout.variant_codes, own_tests=own_tests,
+                       with_hidden=with_hidden, with_variants=with_variants, hidden_module=layout.hidden_module)
+    (src / "lib.rs").write_text(tree.root)
+    for rel, text in tree.files.items():
+        (src / rel).write_text(text)
+    if layout.hidden_in_lib:
+        names = (tuple(t.name for t in tree.hidden),) if with_hidden else layout.hidden_names
+        seals: tuple[tuple[SealedTest, ...], ...] = (tree.hidden,) if with_hidden else ((),)
+    else:
+        names, seals = tuple(tuple(t.name for t in group) for group in layout.seals), layout.seals
+    return replace(layout, tree=tree, seals=seals, hidden_names=names)
 
 
 def remove_hidden_sources(layout: CrateLayout) -> None:
-    """Delete the hidden test sources once compiled, so no test binary can read them at run time."""
-    if layout.hidden is None:
-        return
+    """Delete every source but the model's own once compiled (hidden tests, variants), so no test binary can
+    read them at run time."""
     files = [layout.hidden_file] if layout.hidden_in_lib else []
-    for rel in (*files, *layout.integration_tests):
+    for rel in (*files, *layout.integration_tests, *layout.variant_files):
         (layout.root / rel).unlink(missing_ok=True)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
 @dataclass(frozen=True)
 class TestCounts:
-    """libtest's counts for one group of tests (the model's own, or the hidden reference tests).
+    """Counts for one group of tests (the model's own, or the hidden reference tests), each test judged by its
+    seal (``crate.seal_tests``): its own process exited 0 and printed the test's nonce.
 
-    ``expected`` is the number of ``#[test]`` functions found in the source; ``summary_seen`` is
-    whether libtest printed its ``test result:`` line (a binary that exits early never does).
+    ``expected``: the tests that must pass (own ``#[ignore]``d tests are not run: counted in ``ignored``);
+    ``summary_seen``: the tests were compiled and run.
     """
 
     passed: int = 0
@@ -24,14 +24,13 @@ class TestCounts:
 
     @property
     def ok(self) -> bool:
-        """At least one test passed, none failed, and every expected test ran (or was ``#[ignore]``d)."""
+        """At least one test ran, and every test that must pass passed."""
         return (
             self.summary_seen
             and not self.timed_out
             and self.expected > 0
             and self.failed == 0
-            and self.passed >= 1
-            and self.passed + self.ignored >= self.expected
+            and self.passed >= self.expected
         )
 
     @property
@@ -60,6 +59,22 @@ class SourceFacts:
 
 
 @dataclass(frozen=True)
+class OwnTestChecks:
+    """The model's own tests, run against other solutions of the task (``verify.task_variants``).
+
+    ``variants``: what they were to run against (``reference``, ``mutant``); ``compiled``: they compiled against
+    those; ``valid``: own tests that passed on the completion and on the reference (on the completion alone when
+    there is no reference); ``discriminating``: of those, the ones that failed on a wrong variant (a test that
+    also passes on a wrong solution proves nothing).
+    """
+
+    variants: tuple[str, ...] = ()
+    compiled: bool = False
+    valid: int = 0
+    discriminating: int = 0
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything the verifier learned about one completion.
 
@@ -67,8 +82,10 @@ class Report:
     ``clippy_ok``: it compiles and clippy reports no ``clippy::`` lint at all.
     ``own_tests``: the model's own ``#[test]`` functions; ``hidden_tests``: the task's reference
     tests, ``None`` when the task has none, counted only under the exact names the verifier wrote.
-    ``forged``: signs, seen at run time, that the hidden run's output was forged (unexpected or repeated test
-    lines, a summary that disagrees with them); with ``source.forbidden`` they make up ``hack_reasons``.
+    ``own_checks``: the own tests against the reference and wrong variants.
+    ``off_task``: the task's required public items the code does not define (an answer to another task);
+    ``mismatched``: required items defined with other signatures than the task's; with ``source.forbidden``
+    they make up ``hack_reasons``.
     """
 
     has_code: bool
@@ -80,6 +97,7 @@ class Report:
     rustc_warnings: int = 0
     own_tests: TestCounts = field(default_factory=TestCounts)
     hidden_tests: TestCounts | None = None
+    own_checks: OwnTestChecks = field(default_factory=OwnTestChecks)
     source: SourceFacts = field(default_factory=SourceFacts)
     timed_out: tuple[str, ...] = ()
     durations: dict[str, float] = field(default_factory=dict)
@@ -88,23 +106,37 @@ class Report:
     isolation: tuple[str, ...] = ()
     mode: str = "direct"
     internal_error: str = ""
-    forged: tuple[str, ...] = ()
+    off_task: tuple[str, ...] = ()
+    mismatched: tuple[str, ...] = ()
 
     @property
     def hack_reasons(self) -> tuple[str, ...]:
-        """Why this completion's test verdicts cannot be trusted (banned constructs, forged output)."""
-        return self.source.forbidden + self.forged
+        """Why this completion's test verdicts cannot be trusted (banned constructs, signatures not the task's)."""
+        return self.source.forbidden + self.mismatched
+
+    @property
+    def on_task(self) -> bool:
+        """The code defines every public item the task requires (no answer to another task)."""
+        return not self.off_task
 
     @property
     def tests_ok(self) -> bool:
-        """The model's own tests ran, there was at least one, and all passed (no forged exit)."""
-        return self.build_ok and self.own_tests.ok and not self.hack_reasons
+        """The model's own tests ran, there was at least one, and all passed."""
+        return self.build_ok and self.own_tests.ok and not self.hack_reasons and self.on_task
+
+    @property
+    def tests_checked(self) -> bool:
+        """``tests_ok``, every own test also passes on the reference, and at least one fails on a wrong
+        variant: what ``test_reward`` pays for."""
+        c = self.own_checks
+        return self.tests_ok and c.compiled and c.valid == self.own_tests.passed and c.discriminating >= 1
 
     @property
     def hidden_fraction(self) -> float:
         """Share of the hidden tests that passed: 0.0 when the code does not build, a hack reason is flagged,
-        or there are no hidden tests. ``hidden_test_reward`` is twice this; ``hidden_ok`` is it being 1."""
-        if self.hidden_tests is None or not self.build_ok or self.hack_reasons:
+        it is off task, or there are no hidden tests. ``hidden_test_reward`` is twice this; ``hidden_ok`` is it
+        being 1."""
+        if self.hidden_tests is None or not self.build_ok or self.hack_reasons or self.off_task:
             return 0.0
         return self.hidden_tests.fraction_passed
 
@@ -125,16 +157,15 @@ class Report:
                           self.own_tests.summary_seen),
             "hidden_tests": None if self.hidden_tests is None else (
                 self.hidden_tests.passed, self.hidden_tests.failed, self.hidden_tests.summary_seen),
+            "own_checks": (self.own_checks.compiled, self.own_checks.valid, self.own_checks.discriminating),
             "timed_out": sorted(self.timed_out),
             "hack_reasons": sorted(self.hack_reasons),
+            "off_task": sorted(self.off_task),
         }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples become lists)."""
         return asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
@@ -142,6 +173,9 @@ class Report:
         kwargs["own_tests"] = TestCounts(**data.get("own_tests") or {})
         hidden = data.get("hidden_tests")
         kwargs["hidden_tests"] = None if hidden is None else TestCounts(**hidden)
+        checks = dict(data.get("own_checks") or {})
+        checks["variants"] = tuple(checks.get("variants") or ())
+        kwargs["own_checks"] = OwnTestChecks(**checks)
         src = dict(data.get("source") or {})
         for key in ("test_fns", "meaningful_assertions", "forbidden"):
             src[key] = tuple(src.get(key) or ())
@@ -150,10 +184,6 @@ class Report:
             if f.name in kwargs and isinstance(kwargs[f.name], list):
                 kwargs[f.name] = tuple(kwargs[f.name])
         return cls(**{k: v for k, v in kwargs.items() if k in {f.name for f in fields(cls)}})
-
-    @classmethod
-    def from_json(cls, text: str) -> Report:
-        return cls.from_dict(json.loads(text))
 
     def flat(self) -> dict[str, Any]:
         """One flat row for tables and parquet (what eval and viz read)."""
@@ -177,7 +207,10 @@ class Report:
             "meaningful_assertions": len(self.source.meaningful_assertions),
             "tests_calling_solution": self.source.tests_calling_solution,
             "forbidden": list(self.source.forbidden),
-            "forged": list(self.forged),
+            "off_task": list(self.off_task),
+            "mismatched": list(self.mismatched),
+            "own_tests_valid": self.own_checks.valid,
+            "own_tests_discriminating": self.own_checks.discriminating,
             "diagnostics": self.diagnostics,
             "verify_seconds": round(sum(self.durations.values()), 4),
             "internal_error": self.internal_error,

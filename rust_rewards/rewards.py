@@ -2,9 +2,14 @@
 
 Scales follow the published Rust-GRPO runs (build 1.0, clippy 1.0, test 2.0, non-empty 1.0, test block 0.5,
 assertions up to 1.0; the scale lives in the returned values, weights default to 1.0), with their holes fixed:
-every ``#[test]`` counts, clippy means no clippy lint at all, a crate with zero tests or a forged test exit
-earns no test reward, and trivial assertions earn nothing. ``hidden_test_reward`` adds the fraction of the
-task's reference tests passed (scaled to 2.0), or ``None`` (ignored by TRL) for rows without reference tests.
+every ``#[test]`` counts and is judged by its seal (not by what the code prints), clippy means no clippy lint at
+all, a crate with zero tests earns no test reward, and the model's own tests pay only when they also pass on the
+task's reference and fail on a wrong variant of it. ``hidden_test_reward`` adds the fraction of the task's
+reference tests passed (scaled to 2.0), or ``None`` (ignored by TRL) for rows without reference tests.
+
+Every reward pays only for an answer to the task asked: code that does not define the task's required public
+items (``Report.off_task``) earns 0 everywhere, and code whose required items have other signatures than the
+task's (``Report.mismatched``, a hack reason) earns no test, assertion or hidden-test reward.
 
 Each reward function takes TRL's ``(completions, **kwargs)``; dataset columns such as ``reference_tests``
 and ``test_shape`` arrive in ``kwargs``. All of them read one cached verification per completion.
@@ -19,14 +24,19 @@ from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests, hidden_tests_from_row
 from rust_rewards.verifier import get_verifier
 
-_TASK_COLUMNS = ("reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release")
+_TASK_COLUMNS = ("reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release",
+                 "reference_code", "task_prompt")
 
 
-def _skip_internal_errors(score: Callable[[Report], float | None]) -> Callable[[Report], float | None]:
-    """A report that failed for infrastructure reasons scores ``None`` (ignored by TRL), never 0."""
+def _guarded(score: Callable[[Report], float | None]) -> Callable[[Report], float | None]:
+    """A report that failed for infrastructure reasons scores ``None`` (ignored by TRL), never 0; an answer to
+    another task scores 0 (``None`` stays ``None`` for rows without hidden tests)."""
 
     def guarded(r: Report) -> float | None:
-        return None if r.internal_error else score(r)
+        if r.internal_error:
+            return None
+        value = score(r)
+        return value if value is None or r.on_task else 0.0
 
     guarded.__name__ = score.__name__
     return guarded
@@ -41,7 +51,7 @@ def clippy_score(r: Report) -> float:
 
 
 def test_score(r: Report) -> float:
-    return 2.0 if r.tests_ok and r.source.meaningful_assertions else 0.0
+    return 2.0 if r.tests_checked else 0.0
 
 
 def non_empty_score(r: Report) -> float:
@@ -53,7 +63,9 @@ def test_block_score(r: Report) -> float:
 
 
 def assertion_score(r: Report) -> float:
-    return min(1.0, 0.25 * len(r.source.meaningful_assertions))
+    if not r.build_ok or r.hack_reasons:
+        return 0.0
+    return min(1.0, 0.25 * r.own_checks.discriminating)
 
 
 def hidden_test_score(r: Report) -> float | None:
@@ -98,8 +110,8 @@ def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
 
 
 def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-    """2.0 when the model's own tests all pass (at least one, none forged by an early exit) and at least one
-    assertion checks the solution; else 0.0.
+    """2.0 when the model's own tests all pass (at least one; each judged by its seal), all of them also pass on
+    the task's reference, and at least one fails on a wrong variant of the solution; else 0.0.
 
     Example:
     >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[cfg(test)]\\nmod tests {\\n    use super::*;\\n"
@@ -131,14 +143,16 @@ def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
 
 
 def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-    """0.25 per distinct assertion that reaches solution code, across all test functions, capped at 1.0.
+    """0.25 per own test that passes, passes on the reference too, and fails on a wrong variant of the solution
+    (a mutant: an assertion a wrong solution could not pass), capped at 1.0.
 
-    Trivial assertions (``assert!(true)``, ``assert_eq!(2, 2)``, asserts that never touch the solution) earn
-    nothing.
+    Tests that hold for any implementation (``assert!(true)``, the solution compared with itself, a bound of
+    its type) pass on the mutant too and earn nothing.
 
     Example:
-    >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[test]\\nfn t() { assert_eq!(sq(2), 4); assert_eq!(2, 2); }"
-    >>> assertion_reward(["```rust\\n" + code + "\\n```"])
+    >>> code = "pub fn sq(x: i32) -> i32 { x * x }\n#[test]\nfn t() { assert_eq!(sq(3), 9); }\n"
+    >>> code += "#[test]\nfn u() { assert_eq!(sq(2), sq(2)); }"
+    >>> assertion_reward(["```rust\n" + code + "\n```"])
     [0.25]
     """
     return [SCORES["assertion_reward"](r) for r in reports_for(completions, **kwargs)]
@@ -156,7 +170,7 @@ def hidden_test_reward(completions: list[Any], **kwargs: Any) -> list[float | No
 
 
 SCORES: dict[str, Callable[[Report], float | None]] = {
-    name: _skip_internal_errors(score) for name, score in {
+    name: _guarded(score) for name, score in {
         "build_reward": build_score,
         "clippy_reward": clippy_score,
         "test_reward": test_score,

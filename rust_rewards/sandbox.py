@@ -199,19 +199,22 @@ def _uid_prefix(slot: int) -> list[str]:
     ]
 
 
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache")
-"""What a test run sees of the host with ``minimal_fs``: programs, shared libraries and the loader cache."""
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache", "/etc/alternatives")
+"""What a sandbox call sees of the host with ``minimal_fs``: programs, shared libraries, the loader cache and the
+alternatives links (``cc``)."""
 
 
 def _bwrap_args(crate: Path, *, writable: bool, tmp_mb: int, extra_ro: tuple[Path, ...] = (),
                 minimal_fs: bool = False) -> list[str]:
+    """``minimal_fs``: only ``SYSTEM_DIRS``, ``extra_ro`` and the crate; a read-only crate (a test run) also gets
+    no ``/proc``, so test code cannot read its own memory (``/proc/self/mem``) or binary."""
     if minimal_fs:
         args = [arg for path in SYSTEM_DIRS for arg in ("--ro-bind-try", path, path)]
     else:
         args = ["--ro-bind", "/", "/"]
     args += [
         "--dev", "/dev",
-        "--proc", "/proc",
+        *(("--proc", "/proc") if writable or not minimal_fs else ()),
         "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp",
         "--size", str(tmp_mb * 2**20), "--tmpfs", "/dev/shm",
     ]
@@ -255,12 +258,15 @@ class Step:
     """One command of a sandbox call, with its own wall-clock limit.
 
     ``model_controlled``: the program is model-built code (a test binary), so its exit code proves nothing
-    about the sandbox; ``None`` decides from the program's path: a program inside the crate folder is."""
+    about the sandbox; ``None`` decides from the program's path: a program inside the crate folder is.
+    ``group``: once a step of a (non-empty) group times out, the group's later steps are skipped (returncode
+    ``SKIPPED``), so one endless test costs one time limit, not one per test."""
 
     name: str
     argv: list[str]
     stop_unless_ok: bool = False
     model_controlled: bool | None = None
+    group: str = ""
 
     def runs_model_code(self, crate: Path, env: dict[str, str]) -> bool:
         """Whether this step's program is model-built (``env``'s PATH resolves a bare program name)."""
@@ -329,6 +335,8 @@ def _exits_within(proc: subprocess.Popen, wall: float) -> bool:
         os.close(pidfd)
 
 
+SKIPPED = -1
+"""Returncode of a step skipped because an earlier step of its group timed out."""
 _TOOL_FAILED = (125, 126, 127)
 """Exit codes of ``timeout`` when it, or the program it should start, cannot run."""
 
@@ -370,14 +378,20 @@ def run_steps(
     status_fd = files["status"].fileno()
     close_all = " ".join(f"{fd}>&-" for fd in fds)
     lines = [f"echo start >&{status_fd}"]
+    groups = {g: k for k, g in enumerate(dict.fromkeys(step.group for step in steps if step.group))}
     for i, step in enumerate(steps):
         out_fd, err_fd = files[f"{step.name}.stdout"].fileno(), files[f"{step.name}.stderr"].fileno()
-        lines.append(
+        line = (
             f"s=$EPOCHREALTIME; timeout -k 1 {limits.wall_seconds} {shlex.join(step.argv)} "
             f">&{out_fd} 2>&{err_fd} {close_all}; "
             f'rc=$?; echo "{i} $rc $s $EPOCHREALTIME" >&{status_fd}'
             + ("; [ $rc -eq 0 ] || exit 0" if step.stop_unless_ok else "")
         )
+        if step.group:
+            flag = f"skip_{groups[step.group]}"
+            line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; [ $rc -eq 124 ] && {flag}=1; '
+                    f'else echo "{i} skip" >&{status_fd}; fi')
+        lines.append(line)
     wall = len(steps) * (limits.wall_seconds + 1) + 5
     start = time.monotonic()
     try:
@@ -407,6 +421,9 @@ def run_steps(
                                    f"{_read_capped(log_dir / 'sandbox.stderr', 500).strip()}")
             break
         rc, seconds = status[i]
+        if rc == SKIPPED:
+            results[step.name] = RunResult(SKIPPED, False, 0.0, "", "")
+            continue
         stdout, stderr = _outputs(log_dir, step, output_cap)
         if rc in _TOOL_FAILED and not step.runs_model_code(crate, env):
             raise SandboxError(f"could not run {step.argv[0]} (exit {rc}): {stderr.strip()[:500]}")
@@ -427,6 +444,9 @@ def _read_status(path: Path) -> tuple[bool, dict[int, tuple[int, float]]]:
     lines = path.read_text(errors="replace").splitlines()
     status: dict[int, tuple[int, float]] = {}
     for line in lines[1:]:
+        if line.endswith(" skip") and line.split()[0].isdigit():
+            status[int(line.split()[0])] = (SKIPPED, 0.0)
+            continue
         try:
             index, rc, began, ended = line.split()
             status[int(index)] = (int(rc), float(ended.replace(",", ".")) - float(began.replace(",", ".")))

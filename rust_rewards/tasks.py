@@ -25,7 +25,12 @@ TASK_COLUMNS = (
 
 @dataclass(frozen=True)
 class HiddenTests:
-    """Reference tests to compile next to a completion (hashable: it is part of the cache key)."""
+    """Reference tests to compile next to a completion (hashable: it is part of the cache key).
+
+    ``reference``: the task's reference solution, if any (its public items are the ones a completion must define,
+    with the same signatures; the model's own tests also run against it); ``prompt``: the task prompt, where the
+    required signatures are read when there is no reference.
+    """
 
     text: str
     shape: str = "unit"
@@ -33,6 +38,8 @@ class HiddenTests:
     edition: str = "2021"
     extra_files: tuple[tuple[str, str], ...] = ()
     release: bool = False
+    reference: str = ""
+    prompt: str = ""
 
     def __post_init__(self) -> None:
         if self.shape not in TEST_SHAPES or self.shape == "none":
@@ -90,7 +97,8 @@ class Task:
 def hidden_tests_from_row(row: dict[str, Any]) -> HiddenTests | None:
     """Build the hidden-test spec from a task row (a dict of the canonical columns).
 
-    Reward functions call this with the dataset columns TRL passes as keyword arguments.
+    Reward functions call this with the dataset columns TRL passes as keyword arguments (where the task's own
+    prompt is ``task_prompt``: TRL's ``prompt`` column is the chat).
     """
     text = row.get("reference_tests") or ""
     shape = row.get("test_shape") or ("unit" if text else "none")
@@ -106,4 +114,6 @@ def hidden_tests_from_row(row: dict[str, Any]) -> HiddenTests | None:
         edition=str(row.get("edition") or "2021"),
         extra_files=tuple(sorted(dict(extra).items())),
         release=bool(row.get("test_release") or False),
+        reference=str(row.get("reference_code") or ""),
+        prompt=str(row.get("task_prompt") or (row["prompt"] if isinstance(row.get("prompt"), str) else "")),
     )

@@ -36,7 +36,7 @@ from rust_rewards.run_logs import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE,
 METRICS_FILE = "metrics.jsonl"
 COMPLETIONS_DIR = "completions"
 TASK_KWARGS = ("task_id", "reference_tests", "test_shape", "crate_name", "edition", "extra_files",
-               "test_release")
+               "test_release", "reference_code", "task_prompt")
 """Dataset columns TRL passes to reward functions that the per-completion log keeps."""
 _TRL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "prompts",
                "completions")

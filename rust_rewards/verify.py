@@ -2,17 +2,27 @@
 
 Two modes give the same verdicts:
 
-- ``cargo`` (reference): ``cargo build``, ``cargo clippy``, ``cargo test --no-run`` then ``cargo test``,
-  all ``--offline --message-format=json``;
+- ``cargo`` (reference): ``cargo build``, ``cargo clippy``, ``cargo test --no-run``, then the test binaries cargo
+  built, all ``--offline --message-format=json``;
 - ``direct`` (default, fast): the passes cargo would run for a std-only crate, without cargo: one fused
   ``clippy-driver --emit=link`` pass gives the build verdict (every non-clippy error) and the clippy lints at
   once, then ``rustc --test`` builds the test harness (std linked dynamically, no debug info) and the test
   binary runs. Code that does not build stops after the first pass.
 
-Hidden tests live in a module (or test target) with an unguessable name and run in their own libtest
-invocation that selects exactly the names the verifier wrote (``--exact``, ``--include-ignored``); their sources
-are deleted before any test binary starts, and only those exact names count (``diagnostics.parse_hidden``). If
-the model's own tests do not compile, the hidden tests are compiled again against the code with the model's
+Every pass compiles with ``-F unsafe_code`` (no ``unsafe``, no linker, section or export attributes, at any
+``cfg_attr`` depth: the compiler decides) and sees only the system directories, the toolchain and the crate.
+
+**Test verdicts come from seals, not from output** (``crate.seal_tests``): each test runs in its own process
+(``--exact NAME``) and passed only when that process exited 0 and printed the test's nonce, which only the test's
+own guard knows. Test names, hidden sources and nonces are all fixed before anything runs; hidden and variant
+sources are deleted and the binaries made unreadable before any test binary starts; test runs get no ``/proc``.
+
+**Own tests are checked against other solutions** when the task gives a reference: a copy of them runs against
+the reference (a test failing there earns nothing) and against a wrong, non-panicking mutant of it (a test
+passing there proves nothing: ``OwnTestChecks.discriminating`` counts the ones that fail on it). Without a
+reference, two mutants of the completion itself play the wrong variants.
+
+If the model's own tests do not compile, the hidden tests are compiled again against the code with the model's
 test code stripped, so a broken test module does not hide a correct solution.
 """
 
@@ -21,17 +31,28 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards import sandbox
-from rust_rewards.crate import CrateLayout, hidden_expected, remove_hidden_sources, rewrite_lib, write_crate
-from rust_rewards.diagnostics import CompileOutcome, TestRun, parse_compiler, parse_hidden, parse_libtest
-from rust_rewards.report import Report, TestCounts
+from rust_rewards.crate import (
+    CrateLayout,
+    SealedTest,
+    hidden_expected,
+    remove_hidden_sources,
+    rewrite_lib,
+    strip_seals,
+    write_crate,
+)
+from rust_rewards.diagnostics import CompileOutcome, parse_compiler
+from rust_rewards.mutants import mutants
+from rust_rewards.report import OwnTestChecks, Report, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
-from rust_rewards.source import analyse, strip_test_code
+from rust_rewards.source import analyse
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import Toolchain, find_toolchain, shared_toolchain
 
@@ -41,6 +62,11 @@ and every completion that cannot share a crate, takes the ``direct`` path."""
 _TEXT_CAP = 20_000
 _DEV = ["-C", "debuginfo=0"]
 _RELEASE = ["-C", "opt-level=3", "-C", "debug-assertions=off", "-C", "overflow-checks=off"]
+FORBID = ["-F", "unsafe_code"]
+"""On every compile: no ``unsafe``, ``#[no_mangle]``, ``#[export_name]``, ``#[link_section]`` (so no code runs
+before ``main``, and no symbol of ours is replaced), whatever ``cfg_attr`` nesting spells them."""
+MUTANTS_TRIED = 6
+"""Mutants of a reference tried, in order, for a wrong variant (each costs one verification, once per task)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +105,6 @@ class _Job:
     durations: dict[str, float] = field(default_factory=dict)
     timed_out: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    forged: tuple[str, ...] = ()
 
     def env(self) -> dict[str, str]:
         root = self.layout.root
@@ -90,6 +115,7 @@ class _Job:
             "CARGO_NET_OFFLINE": "true",
             "CARGO_INCREMENTAL": "0",
             "CARGO_TERM_COLOR": "never",
+            "RUSTFLAGS": " ".join(FORBID),
             "LD_LIBRARY_PATH": str(self.tc.std_lib_dir),
             "MALLOC_ARENA_MAX": "2",
             "RUST_BACKTRACE": "0",
@@ -105,16 +131,13 @@ class _Job:
                   writable: bool = True) -> dict[str, sandbox.RunResult]:
         """Several phases in one sandbox call; steps are named after their phase.
 
-        Test runs (``writable=False``) see a minimal file system: system dirs, std's shared library, the crate.
+        Every call sees a minimal file system: system dirs, the crate, and the toolchain (compiler passes) or
+        only std's shared library (test runs, which also get no ``/proc``).
         """
-        if writable:
-            # bwrap gives the sandbox a private /tmp: a toolchain mirrored there must be bound in explicitly.
-            extra = (self.tc.sysroot,) if str(self.tc.sysroot).startswith(tempfile.gettempdir()) else ()
-        else:
-            extra = (self.tc.std_lib_dir,)
+        extra = (self.tc.sysroot,) if writable else (self.tc.std_lib_dir,)
         results = sandbox.run_steps(
             steps, crate=self.layout.root, log_dir=self.logs / group, limits=limits, env=self.env(),
-            slot=self.slot, writable=writable, extra_ro=extra, minimal_fs=not writable,
+            slot=self.slot, writable=writable, extra_ro=extra, minimal_fs=True,
         )
         for name, result in results.items():
             self._account(name.split(":")[0], result)
@@ -139,25 +162,77 @@ def verify_code(
     key = code_hash(code, hidden, config)
     if not code.strip():
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
-        return Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts, mode=config.mode)
+        return task_checked(Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts,
+                                   mode=config.mode), code, hidden)
     tc = find_toolchain()
     iso = sandbox.detect_isolation()
     if iso.drop_uid:
         tc = shared_toolchain(tc)
         check_workdir(config.workdir or tempfile.gettempdir())
+    variants = task_variants(code, hidden, config, slot) if facts.test_fns else ()
     base = Path(tempfile.mkdtemp(prefix="rr-", dir=config.workdir))
     try:
         base.chmod(0o755)
         crate_dir = base / "crate"
         crate_dir.mkdir()
-        layout = write_crate(crate_dir, code, hidden)
+        layout = write_crate(crate_dir, code, hidden, variants)
         sandbox.prepare_dir(crate_dir, slot)
         job = _Job(layout, tc, config, slot, base / "logs")
         verdict = (_verify_cargo(job, code, facts) if config.mode == "cargo"
                    else _verify_direct(job, code, facts, first))
-        return replace(verdict, code_hash=key, isolation=iso.layers)
+        return task_checked(replace(verdict, code_hash=key, isolation=iso.layers), code, hidden)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Report:
+    """``report`` with the task's required public items checked (``signatures.check_items``) against the
+    reference, or else the prompt's signatures: missing items make it ``off_task``, differing ones ``mismatched``."""
+    spec = hidden.reference or hidden.prompt if hidden is not None else ""
+    if not spec.strip() or not report.has_code:
+        return report
+    try:
+        from rust_rewards.signatures import check_items  # TEMP until the module lands
+    except ImportError:
+        return report
+
+    found = check_items(code, spec)
+    return replace(report, off_task=found.missing, mismatched=found.mismatched)
+
+
+def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig,
+                  slot: int = 0) -> tuple[tuple[str, str], ...]:
+    """The other solutions the model's own tests run against: the reference and a wrong mutant of it, or, without
+    a reference, two mutants of the completion itself."""
+    if hidden is not None and hidden.reference.strip():
+        wrong = wrong_variant(hidden, config, slot)
+        return (("reference", hidden.reference), *((("mutant", wrong),) if wrong else ()))
+    return tuple(("mutant", m) for m in mutants(code, limit=2))
+
+
+_WRONG: dict[tuple[HiddenTests, str], str | None] = {}
+_WRONG_LOCK = threading.Lock()
+
+
+def wrong_variant(hidden: HiddenTests, config: VerifierConfig, slot: int = 0) -> str | None:
+    """The first mutant of the reference (``mutants.mutants``) that builds, fails a hidden test by assertion (not
+    by a panic in its own code, not by a timeout); ``None`` when none of the first ``MUTANTS_TRIED`` does.
+    Computed once per task and process."""
+    key = (hidden, config.fingerprint())
+    with _WRONG_LOCK:
+        if key in _WRONG:
+            return _WRONG[key]
+    found = None
+    plain = replace(hidden, reference="", prompt="")
+    for candidate in mutants(hidden.reference, limit=MUTANTS_TRIED):
+        r = verify_code(candidate, plain, config, slot)
+        if (r.build_ok and r.hidden_tests is not None and r.hidden_tests.passed < r.hidden_tests.expected
+                and not r.timed_out and "panicked at src/lib.rs" not in r.test_output):
+            found = candidate
+            break
+    with _WRONG_LOCK:
+        _WRONG[key] = found
+    return found
 
 
 @functools.cache
@@ -173,14 +248,8 @@ def check_workdir(path: str) -> None:
             )
 
 
-def _counts(run: TestRun | None, expected: int, timed_out: bool) -> TestCounts:
-    if run is None:
-        return TestCounts(expected=expected, timed_out=timed_out)
-    return TestCounts(run.passed, run.failed, run.ignored, expected, run.summary_seen, timed_out)
-
-
 def _report(job: _Job, facts, build_ok: bool, outcome: CompileOutcome, own: TestCounts,
-            hidden: TestCounts | None) -> Report:
+            hidden: TestCounts | None, checks: OwnTestChecks | None = None) -> Report:
     return Report(
         has_code=True,
         build_ok=build_ok,
@@ -190,13 +259,13 @@ def _report(job: _Job, facts, build_ok: bool, outcome: CompileOutcome, own: Test
         rustc_warnings=outcome.rustc_warnings,
         own_tests=own,
         hidden_tests=hidden,
+        own_checks=checks or OwnTestChecks(),
         source=facts,
         timed_out=tuple(job.timed_out),
         durations={k: round(v, 4) for k, v in job.durations.items()},
-        diagnostics=outcome.rendered[:_TEXT_CAP],
+        diagnostics=strip_seals(outcome.rendered)[:_TEXT_CAP],
         test_output="\n".join(job.outputs)[:_TEXT_CAP],
         mode=job.config.mode,
-        forged=job.forged,
     )
 
 
@@ -204,48 +273,136 @@ def _skipped(layout: CrateLayout) -> TestCounts | None:
     return None if layout.hidden is None else TestCounts(expected=layout.hidden_expected)
 
 
-def _own_test_args(layout: CrateLayout) -> list[str]:
-    return ["--skip", f"{layout.hidden_module}::", "--test-threads=1"]
+# ---- test runs ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TestPlan:
+    """Which compiled tests to run: the model's own (in ``own_binary``, when it compiled with them), the hidden
+    tests per binary, and the variants' copies of the own tests (in ``own_binary``, when they compiled)."""
+
+    own_binary: str = ""
+    own: tuple[SealedTest, ...] = ()
+    hidden: tuple[tuple[str, tuple[SealedTest, ...]], ...] = ()
+    variants: bool = False
 
 
-def _hidden_args(names: tuple[str, ...]) -> list[str]:
-    """libtest arguments that run exactly the hidden tests named (no substring match can add others)."""
-    return ["--exact", *names, "--include-ignored", "--test-threads=1"]
+def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bool) -> list[sandbox.Step]:
+    """One process per test, by exact name (hidden tests include ``#[ignore]``d ones; own ignored tests do not
+    run)."""
+    extra = ["--include-ignored"] if hidden else []
+    return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra], group=group,
+                         model_controlled=True)
+            for i, t in enumerate(tests) if hidden or not t.ignored]
 
 
-def _run_tests(job: _Job, own: tuple[str, bool], hidden: list[tuple[str, tuple[str, ...]]],
-               own_filter: tuple[str, ...] = ()) -> dict[str, str]:
-    """Run the own-test binary (when ``own[1]``, with libtest filters ``own_filter``) and the hidden binaries,
-    after deleting the hidden sources.
-
-    Returns each step's stdout by name (``test``, ``hidden:<i>``); a step that did not run is absent.
-    """
-    remove_hidden_sources(job.layout)
-    steps = [sandbox.Step("test", [own[0], *own_filter, *_own_test_args(job.layout)])] if own[1] else []
-    steps += [sandbox.Step(f"hidden:{i}", [binary, *_hidden_args(names)])
-              for i, (binary, names) in enumerate(hidden) if names]
-    results = job.run_steps("run", steps, limits=job.config.run_limits, writable=False) if steps else {}
-    for result in results.values():
-        job.outputs.append(result.stdout)
-    return {name: result.stdout for name, result in results.items()}
+def _passed(results: dict[str, sandbox.RunResult], group: str, tests: tuple[SealedTest, ...]) -> list[bool]:
+    """Per test: its process exited 0 in time and printed the test's nonce."""
+    out = []
+    for i, t in enumerate(tests):
+        r = results.get(f"{group}:{i}")
+        out.append(r is not None and r.returncode == 0 and not r.timed_out and f"\n{t.nonce}\n" in r.stdout)
+    return out
 
 
-def _hidden_counts(job: _Job, stdout: dict[str, str], compiled: bool) -> TestCounts:
-    """The hidden tests' counts, by exact name, from the ``hidden:<i>`` runs."""
+_FILTERED = re.compile(r"\d+ filtered out; ")
+"""How many other tests the binary holds: it differs between a crate of its own and a shared one."""
+
+
+@dataclass(frozen=True)
+class TestResults:
+    own: TestCounts
+    hidden: TestCounts | None
+    checks: OwnTestChecks
+
+
+def run_tests(job: _Job, plan: TestPlan, *, own_expected: bool, hidden_compiled: bool) -> TestResults:
+    """Delete every source but the model's, make the binaries unreadable, run each planned test in its own
+    process (one sandbox call) and judge it by its seal."""
     layout = job.layout
-    timed_out = any(p in job.timed_out for p in ("hidden", "hidden_compile"))
-    names = [f"hidden:{i}" for i in range(len(layout.hidden_names))]
-    if not compiled or not layout.hidden_expected or any(n not in stdout for n in names):
-        return TestCounts(expected=layout.hidden_expected, timed_out=timed_out)
-    judged = parse_hidden([stdout[n] for n in names], list(layout.hidden_names))
-    job.forged = judged.forged
-    return _counts(judged.run, layout.hidden_expected, timed_out)
+    tree = layout.tree
+    remove_hidden_sources(layout)
+    steps: list[sandbox.Step] = []
+    if plan.own:
+        steps += _steps("test", plan.own_binary, plan.own, hidden=False)
+    variants = tree.variants if tree is not None and plan.variants else ()
+    for k, v in enumerate(variants):
+        steps += _steps(f"variant{k}", plan.own_binary, v.tests, hidden=False)
+    for i, (binary, tests) in enumerate(plan.hidden):
+        steps += _steps(f"hidden{i}", binary, tests, hidden=True)
+    for binary in {plan.own_binary, *(b for b, _ in plan.hidden)} - {""}:
+        path = layout.root / binary
+        if path.exists():
+            path.chmod(0o111)
+    results = job.run_steps("run", steps, limits=job.config.run_limits, writable=False) if steps else {}
+    nonces = [t.nonce for t in (*plan.own, *(t for _, ts in plan.hidden for t in ts))]
+    for name, result in results.items():
+        if name.startswith(("test:", "hidden")):
+            text = _FILTERED.sub("", result.stdout)
+            for nonce in nonces:
+                text = text.replace(f"\n{nonce}\n", "\n")
+            job.outputs.append(text)
+    timed = {name.split(":")[0] for name, r in results.items() if r.timed_out}
+    own_ran = [t for t in plan.own if not t.ignored]
+    own_ok = _passed(results, "test", plan.own)
+    own = TestCounts(
+        passed=sum(ok for ok, t in zip(own_ok, plan.own, strict=True) if not t.ignored),
+        failed=len(own_ran) - sum(ok for ok, t in zip(own_ok, plan.own, strict=True) if not t.ignored),
+        ignored=len(plan.own) - len(own_ran), expected=len(own_ran), summary_seen=bool(own_ran),
+        timed_out="test" in timed,
+    ) if plan.own else TestCounts(expected=own_expected, timed_out=False)
+    hidden = None
+    if layout.hidden is not None:
+        passed = sum(sum(_passed(results, f"hidden{i}", tests)) for i, (_, tests) in enumerate(plan.hidden))
+        ran = hidden_compiled and bool(plan.hidden)
+        hidden = TestCounts(passed=passed, failed=layout.hidden_expected - passed if ran else 0,
+                            expected=layout.hidden_expected, summary_seen=ran,
+                            timed_out=any(g.startswith("hidden") for g in timed))
+    return TestResults(own, hidden, _checks(layout, plan, results, own_ok))
+
+
+def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunResult],
+            own_ok: list[bool]) -> OwnTestChecks:
+    """How the own tests that passed fared on the variants (see ``OwnTestChecks``)."""
+    kinds = tuple(kind for kind, _ in layout.variant_codes)
+    if not plan.own or not any(own_ok):
+        return OwnTestChecks(kinds)
+    compiled = layout.tree.variants if layout.tree is not None and plan.variants else ()
+    if not compiled and kinds:
+        return OwnTestChecks(kinds, compiled=False)
+    on = {v.kind: dict(zip((t.key for t in v.tests), _passed(results, f"variant{k}", v.tests), strict=True))
+          for k, v in enumerate(compiled) if v.kind == "reference"}
+    wrong = [dict(zip((t.key for t in v.tests), _passed(results, f"variant{k}", v.tests), strict=True))
+             for k, v in enumerate(compiled) if v.kind == "mutant"]
+    valid = discriminating = 0
+    for t, ok in zip(plan.own, own_ok, strict=True):
+        if not ok or t.ignored or ("reference" in on and not on["reference"].get(t.key, False)):
+            continue
+        valid += 1
+        discriminating += any(not w.get(t.key, True) for w in wrong)
+    return OwnTestChecks(kinds, compiled=True, valid=valid, discriminating=discriminating)
 
 
 # ---- direct mode -------------------------------------------------------------------------------------------
 
 def _rustc_base(job: _Job, tool: Path, src: str) -> list[str]:
-    return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
+    return [str(tool), "--edition", job.layout.edition, src, "--error-format=json", *FORBID]
+
+
+def _harness_step(job: _Job, profile: list[str], output: str, eager: list[str] = (), step: str = "test_compile"
+                  ) -> sandbox.Step:
+    name = job.layout.lib_name
+    return sandbox.Step(step, [
+        *_rustc_base(job, job.tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
+        "-C", "prefer-dynamic", "-o", output,
+    ])
+
+
+def _codegen_step(job: _Job) -> sandbox.Step:
+    name = job.layout.lib_name
+    return sandbox.Step("build_codegen", [
+        *_rustc_base(job, job.tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+        "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
+    ])
 
 
 def _verify_direct(job: _Job, code: str, facts, first: sandbox.RunResult | None = None) -> Report:
@@ -262,10 +419,7 @@ def _verify_direct(job: _Job, code: str, facts, first: sandbox.RunResult | None 
         *_rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
         f"--emit={emit}", *_DEV, "-o", f"target/lib{name}.r{'meta' if emit == 'metadata' else 'lib'}",
     ], stop_unless_ok=True)
-    test_step = sandbox.Step("test_compile", [
-        *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
-        "-C", "prefer-dynamic", "-o", f"target/{name}-test",
-    ])
+    test_step = _harness_step(job, profile, f"target/{name}-test", eager)
     integration_steps = _integration_compile_steps(job, profile)
     steps = [*([test_step] if harness else []), *integration_steps]
     if first is None:
@@ -285,67 +439,75 @@ def _verify_direct(job: _Job, code: str, facts, first: sandbox.RunResult | None 
     if lib.returncode != 0:
         # Only deny-level clippy lints failed: the build is fine, so run the passes the script skipped.
         compiled.update(job.run_steps("compile_after_clippy", [
-            sandbox.Step("build_codegen", [
-                *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
-                "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
-            ]),
-            *([test_step] if harness else []), *integration_steps,
+            _codegen_step(job), *([test_step] if harness else []), *integration_steps,
         ], limits=limits))
-    own_binary = hidden_binary = f"target/{name}-test"
-    own_ok = hidden_ok_compile = False
+    binary = f"target/{name}-test"
+    own_ok = hidden_ok_compile = variants_ok = False
     if harness:
         test = compiled["test_compile"]
         harness_ok = test.returncode == 0 and not test.timed_out
-        test_outcome = parse_compiler(test.stderr, clippy_pass=False)
         if not harness_ok and eager:
-            codegen = job.run("build_codegen", [
-                *_rustc_base(job, tc.rustc, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
-                "--emit=link", *_DEV, "-o", f"target/lib{name}.rlib",
-            ], limits=limits)
+            codegen = job.run("build_codegen", _codegen_step(job).argv, limits=limits)
             if codegen.returncode != 0 or codegen.timed_out:
                 if codegen.timed_out:
                     job.timed_out.append("build")
                 return _report(job, facts, False, outcome.merged(parse_compiler(codegen.stderr, clippy_pass=False)),
                                TestCounts(expected=own_expected), _skipped(layout))
-        own_ok = hidden_ok_compile = harness_ok
-        if not harness_ok and layout.hidden_in_lib:
-            if layout.hidden_file in test_outcome.error_files:
-                # The reference tests do not compile against this code: judge the model's own tests alone.
-                hidden_ok_compile = False
-                if own_expected:
-                    rewrite_lib(layout, code, hidden_hook=False)
-                    alone = job.run("test_compile", [
-                        *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
-                        "-C", "prefer-dynamic", "-o", f"target/{name}-own",
-                    ], limits=limits)
-                    own_binary = f"target/{name}-own"
-                    own_ok = alone.returncode == 0 and not alone.timed_out
-                    test_outcome = parse_compiler(alone.stderr, clippy_pass=False)
-            else:
-                # The model's own test code does not compile: judge the hidden tests without it.
-                rewrite_lib(layout, strip_test_code(code))
-                again = job.run("hidden_compile", [
-                    *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile,
-                    "-C", "prefer-dynamic", "-o", f"target/{name}-hidden",
-                ], limits=limits)
-                hidden_binary = f"target/{name}-hidden"
-                hidden_ok_compile = again.returncode == 0 and not again.timed_out
+        job.layout, test_outcome, (own_ok, hidden_ok_compile, variants_ok) = _settle_harness(
+            job, test, own=bool(own_expected), hidden=layout.hidden_in_lib, profile=profile)
         outcome = outcome.merged(test_outcome)
+    layout = job.layout
     integration_ok = all(
         (res := compiled.get(step.name)) is not None and res.returncode == 0 and not res.timed_out
         for step in integration_steps
     )
     if layout.hidden_in_lib:
         hidden_ok = hidden_ok_compile
-        binaries = [hidden_binary]
+        hidden_runs = ((binary, layout.seals[0]),) if hidden_ok else ()
     else:
         hidden_ok = integration_ok
-        binaries = [f"target/{Path(rel).stem}-itest" for rel in layout.integration_tests]
-    ran = _run_tests(job, (own_binary, bool(own_expected and own_ok)),
-                     list(zip(binaries, layout.hidden_names, strict=True)) if hidden_ok else [])
-    own = _own_counts(ran, own_expected, compiled=own_ok, timed_out="test" in job.timed_out)
-    hidden = _hidden_counts(job, ran, hidden_ok) if layout.hidden is not None else None
-    return _report(job, facts, True, outcome, own, hidden)
+        hidden_runs = tuple(zip((f"target/{Path(rel).stem}-itest" for rel in layout.integration_tests),
+                                layout.seals, strict=True)) if hidden_ok else ()
+    tree = layout.tree
+    plan = TestPlan(binary, tree.own if own_ok and tree is not None else (), hidden_runs, variants_ok)
+    ran = run_tests(job, plan, own_expected=own_expected, hidden_compiled=hidden_ok)
+    return _report(job, facts, True, outcome, ran.own, ran.hidden, ran.checks)
+
+
+def _settle_harness(job: _Job, test: sandbox.RunResult, *, own: bool, hidden: bool,
+                    profile: list[str]) -> tuple[CrateLayout, CompileOutcome, tuple[bool, bool, bool]]:
+    """After a failed harness compile, drop what does not compile and compile again (at most 3 times): variants
+    the own tests do not compile against, hidden tests that do not compile against the code, the model's own
+    test code when it is what fails. Returns the layout, the compiler messages to report and whether the own
+    tests, the hidden tests and the variants are in the binary."""
+    layout = job.layout
+    variants = bool(layout.variant_files)
+    outcome = parse_compiler(test.stderr, clippy_pass=False)
+    ok = test.returncode == 0 and not test.timed_out
+    for _ in range(3):
+        if ok:
+            break
+        errors = set(outcome.error_files)
+        before = (own, hidden, variants)
+        if variants and errors & set(layout.variant_files):
+            variants = False
+        if hidden and layout.hidden_file in errors:
+            hidden = False
+        if own and ("src/lib.rs" in errors or before == (own, hidden, variants)):
+            own = variants = False
+        if (own, hidden, variants) == before or not (own or hidden):
+            break
+        layout = rewrite_lib(layout, own_tests=own, with_hidden=hidden, with_variants=variants)
+        job.layout = layout
+        again = job.run("test_compile", _harness_step(job, profile, f"target/{layout.lib_name}-test").argv,
+                        limits=job.config.compile_limits)
+        outcome = parse_compiler(again.stderr, clippy_pass=False)
+        ok = again.returncode == 0 and not again.timed_out
+    if not ok:
+        own = hidden = variants = False
+    if set(outcome.error_files) & set(job.layout.variant_files):
+        outcome = CompileOutcome()  # the reference's code is not shown to the model
+    return layout, outcome, (own, hidden, variants)
 
 
 def _integration_compile_steps(job: _Job, profile: list[str]) -> list[sandbox.Step]:
@@ -369,12 +531,6 @@ def _integration_compile_steps(job: _Job, profile: list[str]) -> list[sandbox.St
             "-L", "dependency=target", *profile, "-C", "prefer-dynamic", "-o", f"target/{stem}-itest",
         ]))
     return steps
-
-
-def _own_counts(stdout: dict[str, str], expected: int, *, compiled: bool, timed_out: bool) -> TestCounts:
-    if not compiled or not expected or "test" not in stdout:
-        return TestCounts(expected=expected, timed_out=timed_out)
-    return _counts(parse_libtest(stdout["test"]), expected, timed_out)
 
 
 # ---- cargo mode (reference) --------------------------------------------------------------------------------
@@ -402,7 +558,7 @@ def _executables(stdout: str) -> dict[str, str]:
 
 def _verify_cargo(job: _Job, code: str, facts) -> Report:
     """``cargo build``, ``cargo clippy`` and ``cargo test --no-run``; the test binaries cargo built then run
-    as ``cargo test`` would run them, after the hidden sources are deleted (cargo would rebuild without them)."""
+    one test per process, after the hidden sources are deleted (cargo would rebuild without them)."""
     layout, limits = job.layout, job.config.compile_limits
     build = _cargo(job, "build", ["build"], limits=limits)
     outcome = parse_compiler(build.stdout, clippy_pass=False)
@@ -416,30 +572,38 @@ def _verify_cargo(job: _Job, code: str, facts) -> Report:
         return _report(job, facts, False, outcome, TestCounts(expected=len(facts.test_fns)), _skipped(layout))
     release = ["--release"] if layout.hidden is not None and layout.hidden.release else []
     own_expected = len(facts.test_fns)
-    own_ok = hidden_ok = False
+    own_ok = hidden_ok = variants_ok = False
     binaries: dict[str, str] = {}
     if own_expected or layout.hidden_in_lib:
         no_run = ["test", "--lib", "--no-run", *release]
+        own, hidden, variants = bool(own_expected), layout.hidden_in_lib, bool(layout.variant_files)
         compile_ = _cargo(job, "test_compile", no_run, limits=limits)
         test_outcome = parse_compiler(compile_.stdout, clippy_pass=False)
-        own_ok = hidden_ok = compile_.returncode == 0 and not compile_.timed_out
+        ok = compile_.returncode == 0 and not compile_.timed_out
         binaries.update(_executables(compile_.stdout))
-        hidden_broken = not own_ok and layout.hidden_in_lib and layout.hidden_file in test_outcome.error_files
-        if hidden_broken:
-            # The reference tests do not compile against this code: judge the model's own tests alone.
-            hidden_ok = False
-            if own_expected:
-                rewrite_lib(layout, code, hidden_hook=False)
-                alone = _cargo(job, "test_compile", no_run, limits=limits)
-                own_ok = alone.returncode == 0 and not alone.timed_out
-                test_outcome = parse_compiler(alone.stdout, clippy_pass=False)
-                binaries.update(_executables(alone.stdout))
-        elif not hidden_ok and layout.hidden_in_lib:
-            # The model's own test code does not compile: judge the hidden tests without it.
-            rewrite_lib(layout, strip_test_code(code))
-            again = _cargo(job, "hidden_compile", no_run, limits=limits)
-            hidden_ok = again.returncode == 0 and not again.timed_out
+        for _ in range(3):  # as ``_settle_harness``
+            if ok:
+                break
+            errors = set(test_outcome.error_files)
+            before = (own, hidden, variants)
+            if variants and errors & set(layout.variant_files):
+                variants = False
+            if hidden and layout.hidden_file in errors:
+                hidden = False
+            if own and ("src/lib.rs" in errors or before == (own, hidden, variants)):
+                own = variants = False
+            if (own, hidden, variants) == before or not (own or hidden):
+                break
+            layout = job.layout = rewrite_lib(layout, own_tests=own, with_hidden=hidden, with_variants=variants)
+            again = _cargo(job, "hidden_compile" if not own else "test_compile", no_run, limits=limits)
+            test_outcome = parse_compiler(again.stdout, clippy_pass=False)
+            ok = again.returncode == 0 and not again.timed_out
             binaries.update(_executables(again.stdout))
+        if not ok:
+            own = hidden = variants = False
+        if set(test_outcome.error_files) & set(layout.variant_files):
+            test_outcome = CompileOutcome()
+        own_ok, hidden_ok, variants_ok = own, hidden, variants
         outcome = outcome.merged(test_outcome)
     hidden_binaries = [binaries.get("lib", "")]
     if layout.integration_tests:
@@ -449,8 +613,9 @@ def _verify_cargo(job: _Job, code: str, facts) -> Report:
         hidden_binaries = [built.get(Path(rel).stem, "") for rel in layout.integration_tests]
         hidden_ok = hidden_ok and all(hidden_binaries)
     hidden_ok = hidden_ok and layout.hidden is not None
-    ran = _run_tests(job, (binaries.get("lib", ""), bool(own_expected and own_ok)),
-                     list(zip(hidden_binaries, layout.hidden_names, strict=True)) if hidden_ok else [])
-    own = _own_counts(ran, own_expected, compiled=own_ok, timed_out="test" in job.timed_out)
-    hidden = _hidden_counts(job, ran, hidden_ok) if layout.hidden is not None else None
-    return _report(job, facts, True, outcome, own, hidden)
+    hidden_runs = tuple(zip(hidden_binaries, layout.seals, strict=False)) if hidden_ok else ()
+    tree = layout.tree
+    plan = TestPlan(binaries.get("lib", ""), tree.own if own_ok and tree is not None else (), hidden_runs,
+                    variants_ok)
+    ran = run_tests(job, plan, own_expected=own_expected, hidden_compiled=hidden_ok)
+    return _report(job, facts, True, outcome, ran.own, ran.hidden, ran.checks)
