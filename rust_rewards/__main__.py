@@ -1,6 +1,8 @@
 """Command line: ``python -m rust_rewards check FILE...`` prints one JSON object per file.
 
-A ``.rs`` file is scored as Rust source; any other file as a model completion (its ```rust blocks).
+A ``.rs`` file is scored as Rust source; any other file as a model completion (its ```rust blocks). With
+``--mode batch`` the files are verified as one batch, as training verifies a step's completions (how many were
+combined is printed to stderr).
 ``python -m rust_rewards bench`` runs the throughput benchmark (see ``rust_rewards.bench``).
 """
 
@@ -36,6 +38,9 @@ def check_record(path: str, report) -> dict:
         "error_codes": list(report.error_codes),
         "forbidden": list(report.source.forbidden),
         "hack_reasons": list(report.hack_reasons),
+        "off_task": list(report.off_task),
+        "own_tests_valid": report.own_checks.valid,
+        "own_tests_discriminating": report.own_checks.discriminating,
         "rewards": rewards_from_report(report),
         "durations": report.durations,
         "isolation": list(report.isolation),
@@ -47,7 +52,9 @@ def check_record(path: str, report) -> dict:
 def _check(args: argparse.Namespace) -> int:
     hidden = None
     if args.hidden_tests:
-        hidden = HiddenTests(Path(args.hidden_tests).read_text(), shape=args.test_shape, crate_name=args.crate_name)
+        hidden = HiddenTests(Path(args.hidden_tests).read_text(), shape=args.test_shape, crate_name=args.crate_name,
+                             reference=Path(args.reference).read_text() if args.reference else "",
+                             prompt=Path(args.prompt).read_text() if args.prompt else "")
     verifier = Verifier(VerifierConfig(mode=args.mode), workers=args.workers)
     texts, raw = [], []
     for name in args.files:
@@ -58,9 +65,21 @@ def _check(args: argparse.Namespace) -> int:
             print(f"error: cannot read {name}: {exc}", file=sys.stderr)
             return 2
         raw.append(path.suffix == ".rs")
-    futures = [verifier.submit(t, hidden, raw_code=r) for t, r in zip(texts, raw, strict=True)]
-    for name, future in zip(args.files, futures, strict=True):
-        record = check_record(name, future.result())
+    if args.mode == "batch":
+        reports = [None] * len(texts)
+        for as_raw in (True, False):  # verify_many takes one kind of text per call
+            picked = [i for i, r in enumerate(raw) if r == as_raw]
+            for i, report in zip(picked, verifier.verify_many([texts[i] for i in picked], [hidden] * len(picked),
+                                                              raw_code=as_raw), strict=True):
+                reports[i] = report
+        stats = verifier.stats
+        print(f"batch: {stats['combined']} of {len(texts)} files verified combined in one crate, "
+              f"{stats['fallback']} alone ({dict(verifier.fallback_reasons)})", file=sys.stderr)
+    else:
+        futures = [verifier.submit(t, hidden, raw_code=r) for t, r in zip(texts, raw, strict=True)]
+        reports = [f.result() for f in futures]
+    for name, report in zip(args.files, reports, strict=True):
+        record = check_record(name, report)
         if not args.diagnostics:
             record.pop("diagnostics")
         print(json.dumps(record), flush=True)
@@ -79,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--hidden-tests", help="a file of reference tests to run against every file")
     check.add_argument("--test-shape", default="unit", choices=("unit", "integration", "main"))
     check.add_argument("--crate-name", default="solution")
+    check.add_argument("--reference", help="the task's reference solution (required items, signatures, and what "
+                                           "the files' own tests are checked against); needs --hidden-tests")
+    check.add_argument("--prompt", help="the task prompt (required signatures when there is no --reference)")
     check.add_argument("--diagnostics", action="store_true", help="include the compiler's rendered messages")
     sub.add_parser("bench", help="benchmark: naive published scoring vs this verifier", add_help=False)
     args, rest = parser.parse_known_args(argv)

@@ -92,7 +92,7 @@ class BatchResult:
     """With ``defer``: the completions left to the direct path (their reports are None), with their first pass."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Member:
     index: int
     code: str

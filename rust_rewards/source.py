@@ -8,25 +8,28 @@ binding) or trivial, and flags process-control calls that could forge a test ver
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from rust_rewards.report import SourceFacts
 
 _TOKEN = re.compile(
     r"""
-    (?P<ws>\s+)
+    (?P<ws>[\s\u200e\u200f]+)
   | (?P<line_comment>//[^\n]*)
   | (?P<block_comment>/\*)
-  | (?P<raw_string>b?r(?P<hashes>\#*)")
-  | (?P<string>b?"(?:[^"\\]|\\.)*")
+  | (?P<raw_string>[bc]?r\#*")
+  | (?P<string>[bc]?"(?:[^"\\]|\\.)*")
   | (?P<char>b?'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F_]{1,8}\}|.))')
-  | (?P<lifetime>'[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<ident>r\#[A-Za-z_][A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<lifetime>'(?:r\#)?[^\W\d]\w*)
+  | (?P<ident>(?:r\#)?[^\W\d]\w*)
   | (?P<number>[0-9][0-9A-Za-z_]*(?:\.[0-9][0-9A-Za-z_]*)?)
   | (?P<punct>::|=>|->|==|!=|<=|>=|&&|\|\||[^\sA-Za-z0-9_])
     """,
     re.VERBOSE | re.DOTALL,
 )
+"""Rust's lexical classes: ``r#"`` opens a raw string (also ``br``/``cr``), ``r#name`` is a raw identifier, and
+identifiers may be Unicode (XID, compared after NFC like rustc). U+200E/U+200F are whitespace to rustc too."""
 
 ASSERT_MACROS = frozenset(
     {"assert", "assert_eq", "assert_ne", "debug_assert", "debug_assert_eq", "debug_assert_ne"}
@@ -34,14 +37,26 @@ ASSERT_MACROS = frozenset(
 _DEFINING_KEYWORDS = frozenset({"fn", "struct", "enum", "trait", "type", "const", "static", "union"})
 _NOT_SOLUTION = frozenset({"main", "tests", "test", "super", "self", "Self", "crate"})
 _OPEN = {"(": ")", "[": "]", "{": "}"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+_RESERVED_WORDS = frozenset({
+    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let",
+    "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "async", "await", "dyn", "try", "abstract", "become", "box", "do", "final",
+    "macro", "override", "priv", "typeof", "unsized", "virtual", "yield",
+})
+"""Keywords (edition 2021) that rustc and libtest still print as ``r#name`` when written as raw identifiers."""
 
 
 @dataclass(frozen=True)
 class Token:
+    """One token. ``text`` is normalised for identifiers (``r#exit`` gives ``exit``, ``raw`` set; Unicode in NFC);
+    ``start``/``end`` are always the offsets of the original text in the source."""
+
     kind: str
     text: str
     start: int
     end: int
+    raw: bool = False
 
 
 def tokenize(source: str) -> list[Token]:
@@ -49,31 +64,49 @@ def tokenize(source: str) -> list[Token]:
 
     >>> [t.text for t in tokenize('let s = "a // b"; // c')]
     ['let', 's', '=', '"a // b"', ';']
+    >>> [(t.kind, t.text) for t in tokenize('std::r#process::exit(r#"x"#)')][2:5]
+    [('ident', 'process'), ('punct', '::'), ('ident', 'exit')]
+    >>> tokenize('r#"x"#')[0].kind, tokenize("r#exit")[0]
+    ('string', Token(kind='ident', text='exit', start=0, end=6, raw=True))
     """
     tokens: list[Token] = []
     pos, n = 0, len(source)
+    match = _TOKEN.match
     while pos < n:
-        m = _TOKEN.match(source, pos)
-        if m is None:
+        m = match(source, pos)
+        if m is None:  # not reached: the punct class takes any other character
             tokens.append(Token("punct", source[pos], pos, pos + 1))
             pos += 1
             continue
-        kind = m.lastgroup if m.lastgroup != "hashes" else "raw_string"
-        if m.group("raw_string") is not None:
-            kind = "raw_string"
+        kind = m.lastgroup
+        end = m.end()
+        if kind == "ws" or kind == "line_comment":
+            pos = end
+            continue
+        if kind == "ident":
+            while end < n and not source[end].isascii() and ("_" + source[end]).isidentifier():
+                end += 1  # combining marks and other XID_Continue characters Python's \w leaves out
+            text = source[pos:end]
+            raw = text.startswith("r#")
+            if raw:
+                text = text[2:]
+            if not text.isascii():
+                text = unicodedata.normalize("NFC", text)
+            tokens.append(Token("ident", text, pos, end, raw))
+            pos = end
+            continue
         if kind == "block_comment":
             pos = _skip_block_comment(source, pos)
             continue
         if kind == "raw_string":
-            closing = '"' + m.group("hashes")
-            end = source.find(closing, m.end())
-            end = n if end < 0 else end + len(closing)
+            closing = '"' + "#" * m.group().count("#")
+            found = source.find(closing, end)
+            end = n if found < 0 else found + len(closing)
             tokens.append(Token("string", source[pos:end], pos, end))
             pos = end
             continue
-        if kind not in ("ws", "line_comment"):
-            tokens.append(Token(kind, m.group(), pos, m.end()))
-        pos = m.end()
+        tokens.append(Token(kind, m.group(), pos, end))
+        pos = end
     return tokens
 
 
@@ -119,6 +152,11 @@ def _attribute_at(tokens: list[Token], i: int) -> tuple[list[str], int] | None:
     return None
 
 
+def _display_name(tok: Token) -> str:
+    """The name as rustc prints it (libtest names): ``r#`` kept only where the name is a keyword."""
+    return "r#" + tok.text if tok.raw and tok.text in _RESERVED_WORDS else tok.text
+
+
 @dataclass(frozen=True)
 class Item:
     """A ``fn`` or ``mod`` found after some attributes, with its token span (inclusive)."""
@@ -152,7 +190,7 @@ def _items(tokens: list[Token]) -> list[Item]:
             if j < n and tokens[j].text == "{":
                 end = _match_close(tokens, j)
                 start = pending_start if pending_start is not None else i
-                items.append(Item(tok.text, tokens[i + 1].text, start, end, tuple(pending)))
+                items.append(Item(tok.text, _display_name(tokens[i + 1]), start, end, tuple(pending)))
         if tok.kind != "ident" or tok.text not in ("pub", "async", "unsafe", "const", "extern", "crate"):
             if tok.text not in ("(", ")") or not pending:
                 pending, pending_start = [], None
@@ -329,79 +367,327 @@ STD_MACROS = frozenset({
 })
 """Macros hidden tests may rely on: model code that defines or re-exports one under these names is a hack."""
 _FILE_MACROS = frozenset({"include", "include_str", "include_bytes"})
+_ASM_MACROS = frozenset({"asm", "global_asm", "naked_asm"})
 _HARNESS_ATTRS = frozenset({
     "path", "no_main", "no_std", "no_core", "feature", "test_runner", "reexport_test_harness_main", "no_mangle",
-    "export_name", "link_section", "link_name", "link", "used",
+    "export_name", "link_section", "link_name", "link", "used", "global_allocator", "panic_handler", "naked",
+    "linkage", "start", "lang", "alloc_error_handler", "crate_type", "crate_name",
 })
-"""Attributes that pull in other files, replace the test harness or override linker symbols."""
+"""Attributes that pull in other files, replace the test harness, the allocator or the panic runtime, or override
+linker symbols (also ``rustc_*``). Found at any depth of ``cfg_attr(...)``/``unsafe(...)``."""
 _PROCESS_ALLOWED = frozenset({"ExitCode", "Termination"})
 HIDDEN_PREFIX = "__rr"
 """Every name the verifier writes into a crate starts with this; model code may not mention it."""
 
+_PRIMITIVES = frozenset({
+    "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+    "f16", "f32", "f64", "f128", "bool", "char", "str",
+})
+_PRELUDE_VALUES = frozenset({"Some", "None", "Ok", "Err", "drop"})
+_PRELUDE_TYPES = frozenset({
+    "String", "Vec", "Option", "Result", "Box", "Copy", "Send", "Sized", "Sync", "Unpin", "Drop", "Fn", "FnMut",
+    "FnOnce", "ToOwned", "Clone", "PartialEq", "PartialOrd", "Eq", "Ord", "AsRef", "AsMut", "Into", "From",
+    "Default", "Iterator", "Extend", "IntoIterator", "DoubleEndedIterator", "ExactSizeIterator", "ToString",
+    "TryFrom", "TryInto", "FromIterator",
+})
+_CRATE_NAMES = frozenset({"std", "core", "alloc"})
+SHADOW_NAMES = _PRIMITIVES | _PRELUDE_TYPES | _PRELUDE_VALUES | _CRATE_NAMES
+"""Names hidden tests use unqualified: an item of the model's under one of them (through ``use super::*``) would
+take the place of the primitive, prelude item or crate."""
+_TYPE_DEFINERS = frozenset({"struct", "enum", "union", "type", "trait", "mod"})
+_VALUE_DEFINERS = frozenset({"fn", "const", "static"})
+"""Items in the value namespace only shadow prelude values (``fn Some``); ``fn u8(&mut self)`` is harmless."""
+_ITEM_QUALIFIERS = frozenset({"pub", "unsafe", "default", "auto", "const"})
 
-def _attribute_names(tokens: list[Token], start: int, close: int) -> list[str]:
-    """Names of the attributes in ``#[...]`` tokens ``start..close`` (through ``unsafe(...)``/``cfg_attr``)."""
-    inner = tokens[start:close]
-    if not inner or inner[0].kind != "ident":
-        return []
-    name = inner[0].text
-    if name == "unsafe" and len(inner) > 2:
-        return [inner[2].text]
-    if name == "cfg_attr" and len(inner) > 1 and inner[1].text == "(":
-        parts = _split_top_level_commas(inner[2:-1])
-        return [p[0].text for p in parts[1:] if p and p[0].kind == "ident"]
-    return [name]
+
+def _bracket_pairs(tokens: list[Token]) -> list[int]:
+    """For each opening bracket, the index of its closer (as ``_match_close``; the last index when unbalanced)."""
+    pairs = [-1] * len(tokens)
+    stacks: dict[str, list[int]] = {"(": [], "[": [], "{": []}
+    for i, tok in enumerate(tokens):
+        if tok.kind != "punct":
+            continue
+        if tok.text in stacks:
+            stacks[tok.text].append(i)
+        elif tok.text in _CLOSE and stacks[_CLOSE[tok.text]]:
+            pairs[stacks[_CLOSE[tok.text]].pop()] = i
+    for stack in stacks.values():
+        for i in stack:
+            pairs[i] = len(tokens) - 1
+    return pairs
+
+
+def _comma_ranges(tokens: list[Token], pairs: list[int], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The non-empty top-level comma-separated parts of ``tokens[lo:hi]``, as index ranges (groups skipped whole)."""
+    parts: list[tuple[int, int]] = []
+    start = i = lo
+    while i < hi:
+        tok = tokens[i]
+        if tok.kind == "punct" and tok.text == ",":
+            if i > start:
+                parts.append((start, i))
+            start = i + 1
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            i = max(i, min(pairs[i], hi - 1))
+        i += 1
+    if hi > start:
+        parts.append((start, hi))
+    return parts
+
+
+def _attribute_names(tokens: list[Token], start: int, close: int, pairs: list[int] | None = None) -> list[str]:
+    """Names of the attributes in ``#[...]`` tokens ``start..close``, through ``unsafe(...)`` and ``cfg_attr`` to any
+    depth (a path gives its last segment).
+
+    >>> src = '#[cfg_attr(all(), cfg_attr(test, unsafe(no_mangle)), link_section = ".x")]'
+    >>> toks = tokenize(src)
+    >>> sorted(_attribute_names(toks, 2, len(toks) - 1))
+    ['link_section', 'no_mangle']
+    """
+    pairs = _bracket_pairs(tokens) if pairs is None else pairs
+    names: list[str] = []
+    work = [(start, close)]
+    while work:  # not recursive: hostile nesting must not reach Python's recursion limit
+        lo, hi = work.pop()
+        i = lo + (lo < hi and tokens[lo].text == "::")
+        name = None
+        while i < hi and tokens[i].kind == "ident":
+            name = tokens[i].text
+            i += 1
+            if i < hi and tokens[i].text == "::":
+                i += 1
+            else:
+                break
+        if name is None:
+            continue
+        if name in ("unsafe", "cfg_attr") and i < hi and tokens[i].text == "(":
+            parts = _comma_ranges(tokens, pairs, i + 1, min(pairs[i], hi))
+            work.extend(parts[1:] if name == "cfg_attr" else parts)
+        else:
+            names.append(name)
+    return names
+
+
+def _use_leaves(tokens: list[Token], pairs: list[int], lo: int, hi: int) -> list[tuple[str, str, str | None, bool]]:
+    """The leaves of the use tree ``tokens[lo:hi]``: (first path segment, last segment, alias, is a glob)."""
+    out: list[tuple[str, str, str | None, bool]] = []
+    work = [(lo, hi, "", "")]
+    while work:
+        lo, hi, root, last = work.pop()
+        i = lo
+        while i < hi:
+            tok = tokens[i]
+            if tok.kind == "punct" and tok.text == "{":
+                work.extend((a, b, root, last) for a, b in _comma_ranges(tokens, pairs, i + 1, min(pairs[i], hi)))
+                break
+            if tok.text == "*":
+                out.append((root, last, None, True))
+                break
+            if tok.kind == "ident" and tok.text == "as":
+                alias = tokens[i + 1].text if i + 1 < hi and tokens[i + 1].kind == "ident" else None
+                out.append((root, last, alias, False))
+                break
+            if tok.kind == "ident":
+                root = root or tok.text
+                if tok.text != "self":
+                    last = tok.text
+            i += 1
+        else:
+            out.append((root, last, None, False))
+    return out
+
+
+def _shadowing_variants(tokens: list[Token], pairs: list[int]) -> dict[str, list[str]]:
+    """Enums with variants named like a prelude/primitive name (harmless until glob-imported: ``use E::*``)."""
+    out: dict[str, list[str]] = {}
+    next_brace = len(tokens)
+    for i in range(len(tokens) - 1, -1, -1):
+        tok = tokens[i]
+        if tok.kind == "punct" and tok.text == "{":
+            next_brace = i
+        elif tok.kind == "ident" and tok.text == "enum" and i + 1 < len(tokens) and tokens[i + 1].kind == "ident":
+            if next_brace >= len(tokens):
+                continue
+            for lo, hi in _comma_ranges(tokens, pairs, next_brace + 1, pairs[next_brace]):
+                while lo < hi and tokens[lo].text == "#" and lo + 1 < hi and tokens[lo + 1].text == "[":
+                    lo = pairs[lo + 1] + 1
+                if lo < hi and tokens[lo].kind == "ident" and tokens[lo].text in SHADOW_NAMES:
+                    out.setdefault(tokens[i + 1].text, []).append(tokens[lo].text)
+    return out
+
+
+def _opens_associated_items(tokens: list[Token], pairs: list[int], start: int, brace: int) -> bool:
+    """Whether the ``{`` at ``brace`` opens an ``impl``/``trait`` body (the statement begins at ``start``)."""
+    i = start
+    while i < brace:
+        tok = tokens[i]
+        if tok.text == "#":
+            j = i + 1 + (i + 1 < brace and tokens[i + 1].text == "!")
+            if j < brace and tokens[j].text == "[":
+                i = pairs[j] + 1
+                continue
+            return False
+        if tok.kind == "ident" and tok.text in _ITEM_QUALIFIERS:
+            i += 1
+            if tok.text == "pub" and i < brace and tokens[i].text == "(":
+                i = pairs[i] + 1
+            continue
+        if not (tok.kind == "ident" and tok.text in ("impl", "trait")):
+            return False
+        while i < brace:  # the brace must belong to the item itself, not to an expression in its header
+            i = pairs[i] + 1 if tokens[i].kind == "punct" and tokens[i].text in _OPEN else i + 1
+        return i == brace
+    return False
 
 
 def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
     """Constructs that can forge a verdict or reach what the verifier hides (empty for honest code).
 
-    Process control (``std::process`` exits and commands, extern blocks, inline assembly); reading files at
-    compile time (``include*!``, ``#[path]``); replacing the test harness or linker symbols (``#![no_main]``,
-    ``#[no_mangle]``...); redefining a std macro the hidden tests use (``macro_rules! assert_eq``, ``use ... as
-    assert_eq``); naming the verifier's hidden-test module.
+    Process control (``std::process`` exits and commands, extern blocks and crates, inline assembly, any
+    ``unsafe``); reading files at compile time (``include*!``, ``#[path]``); replacing the test harness, runtime or
+    linker symbols (``#![no_main]``, ``#[no_mangle]``, ``#[global_allocator]``..., at any ``cfg_attr`` depth);
+    redefining a std macro the hidden tests use (``macro_rules! assert_eq``, ``use ... as assert_eq``); items or
+    imports that shadow a primitive, prelude or std-crate name (``struct i32``, ``use X as Option``, ``mod std``);
+    the same names handed to a macro that splices them into a path, an item name or an attribute; naming the
+    verifier's hidden-test module. Raw identifiers count as their plain names (the lexer folds ``r#``).
 
     >>> forbidden_calls(tokenize("macro_rules! assert_eq { ($($t:tt)*) => {} }"))
     ('redefines assert_eq!',)
+    >>> forbidden_calls(tokenize("fn f() { std::r#process::exit(0) } struct i32;"))
+    ('shadows built-in name i32', 'std::process::exit')
     """
     found: set[str] = set()
     n = len(tokens)
+    pairs = _bracket_pairs(tokens)
+    variants = _shadowing_variants(tokens, pairs)
     in_use = False
+    use_end = -1
+    associated: list[bool] = []  # per open brace: True for an impl/trait body
+    statement = 0
+    splices: set[str] = set()
+    invocations: list[tuple[int, int]] = []
     for i, tok in enumerate(tokens):
+        text = tok.text
         nxt = tokens[i + 1] if i + 1 < n else None
         after = tokens[i + 2] if i + 2 < n else None
-        if tok.kind == "ident" and tok.text == "use":
-            in_use = True
-        elif tok.text == ";":
-            in_use = False
-        if tok.kind in ("ident", "string") and HIDDEN_PREFIX in tok.text:
+        if tok.kind == "punct":
+            if text == "{":
+                associated.append(_opens_associated_items(tokens, pairs, statement, i))
+                statement = i + 1
+            elif text == "}":
+                if associated:
+                    associated.pop()
+                statement = i + 1
+            elif text == ";":
+                in_use = False
+                statement = i + 1
+            elif text == "#" and nxt is not None:
+                open_at = i + 2 if nxt.text == "!" else i + 1
+                if open_at < n and tokens[open_at].text == "[":
+                    close = pairs[open_at]
+                    for name in _attribute_names(tokens, open_at + 1, close, pairs):
+                        if name in _HARNESS_ATTRS or name.startswith("rustc_"):
+                            found.add(f"#[{name}] attribute")
+                    if any(t.text == "$" for t in tokens[open_at + 1 : close]):
+                        splices.add("attribute")
+            elif text == "$" and nxt is not None and nxt.kind == "ident" and nxt.text != "crate":
+                before = tokens[i - 1].text if i else ""
+                if before == "::" or (after is not None and after.text in ("::", "!")):
+                    splices.add("path")
+                if after is not None and (after.text == "$" or (after.kind == "ident"
+                                                               and after.text not in _RESERVED_WORDS)):
+                    splices.add("type")  # `$kw $name`: a metavariable standing for a keyword
+                if in_use and before == "as":
+                    splices.add("type")
+            continue
+        if tok.kind == "string":
+            if HIDDEN_PREFIX in text:
+                found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
+            continue
+        if tok.kind != "ident":
+            continue
+        if HIDDEN_PREFIX in text:
             found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
-        if tok.kind == "ident" and tok.text == "process":
+        if text == "use" and not (nxt is not None and nxt.text == "<") and i > use_end:
+            in_use = True
+            use_end = i + 1
+            while use_end < n and tokens[use_end].text != ";":
+                use_end += 1
+            for root, last, alias, glob in _use_leaves(tokens, pairs, i + 1, use_end):
+                name = alias if alias is not None else last
+                if glob:
+                    found.update(f"shadows built-in name {v}" for v in variants.get(last, ()))
+                elif name in SHADOW_NAMES and (alias is not None or root not in _CRATE_NAMES):
+                    found.add(f"shadows built-in name {name}")
+        elif text == "process":
             target = after.text if nxt is not None and nxt.text == "::" and after is not None else None
             if target is not None and target not in _PROCESS_ALLOWED:
                 found.add(f"std::process::{target}" if after.kind == "ident" else "std::process")
             elif in_use and target is None:
                 found.add("imports std::process")
-        if tok.text == "extern" and nxt is not None and nxt.kind == "string" and after is not None \
-                and after.text == "{":
-            found.add("extern block")
-        if tok.kind == "ident" and tok.text in ("asm", "global_asm", "naked_asm"):
+        elif text == "unsafe":
+            found.add("unsafe code")
+        elif text == "extern":
+            if nxt is not None and nxt.kind == "ident" and nxt.text == "crate":
+                found.add("extern crate")
+            else:
+                k = i + 2 if nxt is not None and nxt.kind == "string" else i + 1
+                if not (k < n and tokens[k].kind == "ident" and tokens[k].text == "fn"):
+                    found.add("extern block")  # foreign items; `extern "C" fn` definitions and types are fine
+        elif text in _ASM_MACROS:
             found.add("inline assembly")
-        if tok.kind == "ident" and tok.text in _FILE_MACROS and nxt is not None and nxt.text == "!":
-            found.add(f"{tok.text}! (reads a file at compile time)")
-        if tok.kind == "ident" and tok.text == "macro_rules" and nxt is not None and nxt.text == "!" \
-                and after is not None and after.text in STD_MACROS:
-            found.add(f"redefines {after.text}!")
-        if tok.kind == "ident" and tok.text == "as" and nxt is not None and nxt.text in STD_MACROS:
-            found.add(f"redefines {nxt.text}!")
-        if tok.text == "#" and nxt is not None:
-            open_at = i + 2 if nxt.text == "!" else i + 1
-            if open_at < n and tokens[open_at].text == "[":
-                close = _match_close(tokens, open_at)
-                for name in _attribute_names(tokens, open_at + 1, close):
-                    if name in _HARNESS_ATTRS:
-                        found.add(f"#[{name}] attribute")
+        elif text == "global_allocator":
+            found.add("#[global_allocator] attribute")
+        elif text in _FILE_MACROS and (text != "include" or in_use or (nxt is not None and nxt.text == "!")):
+            found.add(f"{text}! (reads a file at compile time)")
+        elif text == "macro_rules" and nxt is not None and nxt.text == "!" and after is not None:
+            if after.text in STD_MACROS:
+                found.add(f"redefines {after.text}!")
+            elif after.text == "$":
+                splices.add("macro")
+        elif text == "as" and nxt is not None:
+            if nxt.text in STD_MACROS:
+                found.add(f"redefines {nxt.text}!")
+        elif (text in _TYPE_DEFINERS or text in _VALUE_DEFINERS) and not (associated and associated[-1]):
+            j = i + 2 if text == "static" and nxt is not None and nxt.text == "mut" else i + 1
+            if j < n and tokens[j].kind == "ident":
+                if tokens[j].text in (SHADOW_NAMES if text in _TYPE_DEFINERS else _PRELUDE_VALUES):
+                    found.add(f"shadows built-in name {tokens[j].text}")
+            elif j < n and tokens[j].text == "$":
+                splices.add("type" if text in _TYPE_DEFINERS else "value")
+        if nxt is not None and nxt.text == "!" and after is not None and after.text in _OPEN \
+                and text not in STD_MACROS:
+            invocations.append((i + 3, pairs[i + 2]))
+    if splices:
+        found.update(_spliced(tokens, invocations, splices))
     return tuple(sorted(found))
+
+
+def _spliced(tokens: list[Token], invocations: list[tuple[int, int]], splices: set[str]) -> set[str]:
+    """Reasons for names handed to the model's own macros that splice arguments into paths (``$a::exit``), item
+    names (``struct $name``), macro names or attributes (``#[$attr]``)."""
+    found: set[str] = set()
+    shadow = SHADOW_NAMES if "type" in splices else _PRELUDE_VALUES if "value" in splices else frozenset()
+    covered = -1
+    for lo, hi in sorted(invocations):
+        if hi <= covered:
+            continue  # nested in an invocation already read
+        for tok in tokens[max(lo, covered + 1) : hi]:
+            if tok.kind != "ident":
+                continue
+            text = tok.text
+            if "path" in splices and text == "process":
+                found.add("std::process")
+            if "path" in splices and text in _FILE_MACROS:
+                found.add(f"{text}! (reads a file at compile time)")
+            if text in shadow:
+                found.add(f"shadows built-in name {text}")
+            if "macro" in splices and text in STD_MACROS:
+                found.add(f"redefines {text}!")
+            if "attribute" in splices and (text in _HARNESS_ATTRS or text.startswith("rustc_")):
+                found.add(f"#[{text}] attribute")
+        covered = max(covered, hi)
+    return found
 
 
 def analyse(code: str) -> SourceFacts:

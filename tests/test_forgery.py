@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards.diagnostics import parse_hidden
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.source import forbidden_calls, tokenize
 from rust_rewards.tasks import HiddenTests
@@ -21,8 +20,9 @@ from rust_rewards.verify import VerifierConfig
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).parent / "adversarial" / "forgery"
 CONTROLS = {"honest_right": 2.0, "honest_wrong": 0.0}
-NOT_FLAGGED = {"runtime_read_hidden"}
-"""Attacks that fail without a static flag: the file they look for is deleted before tests run."""
+NOT_FLAGGED = {"runtime_read_hidden", "fake_summary_lines"}
+"""Attacks that fail without a static flag: the file they look for is deleted before tests run; printed test lines
+and summaries are not read (a test passes only by its seal)."""
 
 
 def _cases() -> dict[str, tuple[str, HiddenTests]]:
@@ -78,14 +78,14 @@ def test_eval_and_reward_agree_on_every_case(reports):
         flat = report.flat()
         assert reward == 2.0 * report.hidden_fraction, name
         assert flat["hidden_ok"] == (reward == 2.0), name
-        assert flat["forbidden"] + flat["forged"] == list(report.hack_reasons), name
+        assert flat["forbidden"] + flat["mismatched"] == list(report.hack_reasons), name
 
 
-def test_forged_output_is_detected_at_run_time(reports):
-    """No banned call in the source: the forged lines are caught by counting exact names."""
+def test_forged_output_passes_nothing(reports):
+    """No banned call in the source: the printed lines are simply not read; no hidden test printed its nonce."""
     report = reports["fake_summary_lines"]
     assert report.source.forbidden == ()
-    assert report.forged and not report.hidden_tests.summary_seen
+    assert report.hidden_tests.summary_seen and report.hidden_tests.passed == 0
 
 
 def test_modes_agree_on_the_corpus():
@@ -110,27 +110,6 @@ def test_the_issue_reproduction_scores_zero_with_the_cli():
     assert record["rewards"]["hidden_test_reward"] == 0.0
     assert record["hidden_passed"] == 0 and record["hidden_total"] == 3
     assert record["hack_reasons"]
-
-
-OK_LINE = "test h::{} ... ok\n"
-SUMMARY = "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
-
-
-def test_parse_hidden_counts_only_exact_names():
-    names = [("h::a", "h::b")]
-    honest = parse_hidden([OK_LINE.format("a") + OK_LINE.format("b") + SUMMARY.format("ok", 2, 0)], names)
-    assert honest.run.passed == 2 and honest.run.summary_seen and honest.forged == ()
-    missing = parse_hidden([OK_LINE.format("a") + SUMMARY.format("ok", 1, 0)], names)
-    assert (missing.run.passed, missing.run.failed, missing.forged) == (1, 1, ())
-    extra = parse_hidden([OK_LINE.format("a") + OK_LINE.format("b") + "test x::h::a ... ok\n"
-                          + SUMMARY.format("ok", 3, 0)], names)
-    assert extra.run.passed == 0 and not extra.run.summary_seen and extra.forged
-    twice = parse_hidden([OK_LINE.format("a") * 2 + SUMMARY.format("ok", 2, 0)], names)
-    assert twice.run.passed == 0 and twice.forged
-    disagree = parse_hidden([OK_LINE.format("a") + OK_LINE.format("b") + SUMMARY.format("ok", 5, 0)], names)
-    assert disagree.run.passed == 0 and disagree.forged
-    no_summary = parse_hidden([OK_LINE.format("a") + OK_LINE.format("b")], names)
-    assert not no_summary.run.summary_seen and no_summary.forged == ()
 
 
 @pytest.mark.parametrize("source", [
