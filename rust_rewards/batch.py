@@ -102,6 +102,8 @@ class _Member:
     hidden_module: str
     variants: tuple[tuple[str, str], ...]
     tree: ModuleTree
+    hidden_names: tuple[str, ...] = ()
+    """Its hidden tests' names in its module tree (kept when they are compiled out)."""
     hidden_compiles: bool = True
     """False once its hidden tests failed to compile against its code: like the direct path, it is then compiled
     without them and judged on its own tests alone."""
@@ -245,7 +247,8 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
         hidden_module = f"{HIDDEN_PREFIX}_hidden_{secrets.token_hex(8)}"
         variants = task_variants(code, hidden, config, slot) if facts.test_fns else ()
         tree = module_tree(code, hidden, variants, hidden_module=hidden_module)
-        member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, variants, tree)
+        member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, variants, tree,
+                         tuple(t.name for t in tree.hidden))
         groups.setdefault(_group_key(member), []).append(member)
     settled = 0
     firsts: dict[int, sandbox.RunResult] = {}
@@ -532,7 +535,7 @@ def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, lis
 def _member_job(job: _Job, m: _Member, durations: dict[str, float]) -> _Job:
     """A job for one member of the shared crate: its tests under their exact names in that crate."""
     tree = m.tree.under(m.module)
-    names = (tuple(t.name for t in tree.hidden),) if m.hidden is not None else ()
+    names = (tuple(f"{m.module}::{name}" for name in m.hidden_names),) if m.hidden is not None else ()
     layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
                      hidden_names=names, tree=tree, seals=(tree.hidden,), variant_codes=m.variants)
     return _Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations)

@@ -48,8 +48,10 @@ fn hidden_main() {
 }
 """
 _SEAL = ("let __rr_seal = {{ struct __RrSeal; impl ::core::ops::Drop for __RrSeal {{ fn drop(&mut self) {{ "
-         "if ::std::thread::panicking() == {panics} {{ let _ = ::std::io::Write::write_all("
-         "&mut ::std::io::stdout(), b\"\\n{nonce}\\n\"); }} }} }} __RrSeal }};")
+         "if ::std::thread::panicking() == {panics} {{ let mut v: ::std::vec::Vec<u8> = "
+         "::std::string::ToString::to_string(&{nonce}u128).into_bytes(); v.insert(0, 10); v.push(10); "
+         "let _ = ::std::io::Write::write_all(&mut ::std::io::stdout(), &v); }} }} }} __RrSeal }};")
+"""No quote in it: inserted into code with an unterminated string or comment, it changes nothing around it."""
 _SEAL_TEXT = re.compile(r"let __rr_seal = \{ struct __RrSeal; .*?\} __RrSeal \};")
 
 
@@ -117,7 +119,7 @@ def seal_tests(source: str) -> tuple[str, tuple[SealedTest, ...]]:
         if body is None:
             continue
         flat = {tok for attr in fn.attrs for tok in attr}
-        nonce = secrets.token_hex(16)
+        nonce = str(secrets.randbits(128) | 1 << 127)
         outer = sorted((m for m in mods if m.start < fn.start and fn.end <= m.end), key=lambda m: m.start)
         sealed.append(SealedTest("::".join([*(m.name for m in outer), fn.name]), nonce, "ignore" in flat))
         inserts.append((tokens[body].end, _SEAL.format(panics=str("should_panic" in flat).lower(), nonce=nonce)))

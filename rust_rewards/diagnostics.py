@@ -1,4 +1,5 @@
-"""Parse what the compiler and libtest print: rustc/cargo JSON diagnostics and libtest summaries."""
+"""Parse what the compiler and libtest print: rustc/cargo JSON diagnostics, and libtest output for the naive
+baseline and for feedback (never for a verdict: the verifier judges tests by their seals)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import re
 from dataclasses import dataclass
 
 _SUMMARY = re.compile(
-    r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out",
+    r"^test result: (ok|FAILED)\. (\d{1,9}) passed; (\d{1,9}) failed; (\d{1,9}) ignored; (\d+) measured; "
+    r"(\d+) filtered out",
     re.MULTILINE,
 )
 _TEST_LINE = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. (ok|FAILED|ignored)\b", re.MULTILINE)
@@ -101,7 +103,8 @@ class TestRun:
 
 
 def parse_libtest(stdout: str, *, binaries: int = 1) -> TestRun:
-    """Counts from libtest output, trusting them only when they look genuine.
+    """Counts from libtest output as the published naive scorers read it (``bench``'s baseline), trusting them
+    only when they look genuine (counts of more than 9 digits are not counts).
 
     Each binary must print exactly one ``test result:`` line and the per-test ``ok`` lines must add up to
     the passed counts; otherwise ``summary_seen`` is False (a binary that exited early, or printed a fake
@@ -119,61 +122,6 @@ def parse_libtest(stdout: str, *, binaries: int = 1) -> TestRun:
     ok_lines = sum(1 for _name, status in lines if status == "ok")
     genuine = len(summaries) == binaries and ok_lines == passed
     return TestRun(passed, failed, ignored, genuine)
-
-
-@dataclass(frozen=True)
-class HiddenRun:
-    """The hidden tests' counts, judged by the exact names the verifier wrote, and any sign of forgery."""
-
-    run: TestRun
-    forged: tuple[str, ...] = ()
-
-
-def parse_hidden(outputs: list[str], names: list[tuple[str, ...]]) -> HiddenRun:
-    """Count hidden tests by name: ``outputs[i]`` is the stdout of the binary that ran ``names[i]``.
-
-    A test passes only when its exact name has exactly one ``ok`` line. Every binary must print exactly one
-    summary that agrees with its test lines; a test line for a name we did not write, a name reported twice
-    or a summary that disagrees with the lines is forged output: nothing passes (``summary_seen`` False).
-
-    >>> out = "test h::a ... ok\\ntest h::b ... FAILED\\n\\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; " \\
-    ...       "0 measured; 0 filtered out; finished in 0.00s\\n"
-    >>> parse_hidden([out], [("h::a", "h::b", "h::c")]).run
-    TestRun(passed=1, failed=2, ignored=0, summary_seen=True)
-    """
-    passed = failed = ignored = 0
-    genuine = True
-    forged: list[str] = []
-    for stdout, expected in zip(outputs, names, strict=True):
-        summaries = _SUMMARY.findall(stdout)
-        lines = _TEST_LINE.findall(stdout)
-        statuses: dict[str, list[str]] = {}
-        for name, status in lines:
-            statuses.setdefault(name, []).append(status)
-        unexpected = sorted(set(statuses) - set(expected))
-        repeated = sorted(name for name, seen in statuses.items() if len(seen) > 1)
-        if unexpected:
-            forged.append(f"unexpected test lines in the hidden run: {', '.join(unexpected[:3])}")
-        if repeated:
-            forged.append(f"{len(repeated)} hidden test(s) reported more than once")
-        if len(summaries) > 1:
-            forged.append("more than one libtest summary in the hidden run")
-        elif summaries:
-            counts = tuple(int(x) for x in summaries[0][1:4])
-            if counts != tuple(sum(s == status for _, s in lines) for status in ("ok", "FAILED", "ignored")):
-                forged.append("libtest summary disagrees with the hidden test lines")
-        genuine &= len(summaries) == 1
-        for name in expected:
-            seen = statuses.get(name, [])
-            if seen == ["ok"]:
-                passed += 1
-            elif seen == ["ignored"]:
-                ignored += 1
-            else:
-                failed += 1
-    if forged:
-        return HiddenRun(TestRun(0, passed + failed + ignored, 0, False), tuple(forged))
-    return HiddenRun(TestRun(passed, failed, ignored, genuine))
 
 
 _RENDERED_HEAD = re.compile(r"^(error|warning)(?:\[([A-Za-z0-9_:]+)\])?: (.*)$", re.MULTILINE)
@@ -288,17 +236,3 @@ def libtest_failures(stdout: str) -> list[TestFailure]:
         sections.setdefault(head.group(1), body.strip("\n"))
     names = list(dict.fromkeys(_FAILED_LINE.findall(stdout)))
     return [TestFailure(name, sections.get(name, "")) for name in names]
-
-
-def first_libtest_run(stdout: str) -> str:
-    """The text of joined libtest outputs up to and including the first ``test result:`` line ("" if none).
-
-    >>> first_libtest_run("running 1 test\\ntest a ... ok\\n\\ntest result: ok. 1 passed; 0 failed; 0 ignored; "
-    ...                   "0 measured; 0 filtered out; finished in 0.00s\\n\\nrunning 1 test\\n").splitlines()[-1][:15]
-    'test result: ok'
-    """
-    summary = _SUMMARY.search(stdout)
-    if summary is None:
-        return ""
-    end = stdout.find("\n", summary.end())
-    return stdout[: len(stdout) if end < 0 else end]

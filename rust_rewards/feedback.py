@@ -7,11 +7,11 @@ is the only reader of the report, and it
 
 - keeps a rendered diagnostic only when its primary span is in the model's file and it does not name the
   verifier's hidden module (so compile errors inside the hidden tests, which quote their source, are dropped);
-- reads test output only when the own-test run printed a genuine summary (``own_tests.summary_seen``): that run
-  is the first in ``Report.test_output`` and holds exactly one ``test result:`` line, so the text up to that
-  line is the own run alone; hidden runs come after it and are never read;
-- never reads ``hidden_tests``, ``forged`` (signs seen in the hidden run), ``error_codes`` (they include hidden
-  compile errors) or the hidden phases' timeouts.
+- reads test output only when the own tests ran (``own_tests.summary_seen``), and only the own tests' runs, which
+  come first in ``Report.test_output``, up to the ``HIDDEN_OUTPUT`` line; hidden runs come after it and are
+  never read;
+- never reads ``hidden_tests``, ``error_codes`` (they include hidden compile errors) or the hidden phases'
+  timeouts.
 
 The message is capped at ``max_tokens`` tokens as counted by ``count_tokens`` (inference passes the model
 tokenizer's count; the default ``approx_tokens`` counts one token per 3 characters, an over-estimate for code):
@@ -28,11 +28,10 @@ from dataclasses import dataclass
 from rust_rewards.diagnostics import (
     RenderedDiagnostic,
     TestFailure,
-    first_libtest_run,
     libtest_failures,
     split_rendered,
 )
-from rust_rewards.report import Report, TestCounts
+from rust_rewards.report import HIDDEN_OUTPUT, Report, TestCounts
 from rust_rewards.source import HIDDEN_PREFIX
 
 MODEL_FILE = "src/lib.rs"
@@ -91,7 +90,7 @@ def visible_view(report: Report) -> Visible:
     own: list[RenderedDiagnostic] = [
         d for d in split_rendered(report.diagnostics) if d.file == MODEL_FILE and HIDDEN_PREFIX not in d.text
     ]
-    own_run = first_libtest_run(report.test_output) if report.own_tests.summary_seen else ""
+    own_run = report.test_output.split(HIDDEN_OUTPUT)[0] if report.own_tests.summary_seen else ""
     return Visible(
         has_code=report.has_code,
         build_ok=report.build_ok,

@@ -209,7 +209,9 @@ def _mutation(src: str, toks: list[Token], texts: list[str], close: dict[int, in
 
 
 def _order_matters(texts: list[str], close: dict[int, int], j: int) -> bool:
-    """Whether the method chain from ``j`` on may depend on iteration order."""
+    """Whether a method chain follows at ``j`` and may depend on iteration order (``for x in v.iter()``: no)."""
+    if texts[j : j + 1] != ["."]:
+        return False
     while texts[j : j + 1] == ["."] and j + 1 < len(texts):
         if texts[j + 1] in _ORDERLESS:
             return False

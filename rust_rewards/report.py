@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+HIDDEN_OUTPUT = "==== hidden tests ===="
+"""The line in ``Report.test_output`` after the own tests' output (one libtest run per test) and before the
+hidden tests' (never shown to the model)."""
+
 
 @dataclass(frozen=True)
 class TestCounts:

@@ -1,13 +1,14 @@
 """Static check that a completion defines the task's required items with the task's exact signatures.
 
-Pure Python on top of :func:`rust_rewards.source.tokenize`; no compiler. The spec is a reference solution (its
-public items are required, with visibility and comparison derives) or, when a task has none, the prompt: prose with
-signatures in backticks or code fences, or MultiPL-E style code (every ``fn`` signature is required).
+Pure Python on :func:`rust_rewards.source.tokenize`, no compiler. The spec is a reference solution (its public items
+are required, with visibility and comparison derives) or, when a task has none, its prompt: prose with signatures in
+backticks or code fences, or MultiPL-E style code (every ``fn`` signature is required, visibility unchecked).
 """
 
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -23,15 +24,21 @@ _STD_TYPES = frozenset(
     "i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char str String Vec Option Result Box "
     "HashMap HashSet BTreeMap BTreeSet VecDeque BinaryHeap Rc Arc Cow".split()
 )
-_ITEM_START = frozenset("pub fn use mod struct enum impl trait type const static # extern macro_rules async unsafe".split())
-_OPENERS, _CLOSERS = frozenset("([{<"), frozenset(")]}>")
-_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-_SPAN = re.compile(r"`([^`\n]+)`")
+_ITEM_START = frozenset("# pub fn use mod struct enum impl trait type const static extern macro_rules async unsafe"
+                        .split())
+_OPEN, _SHUT = frozenset("([{<"), frozenset(")]}>")
+_FENCE, _SPAN = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL), re.compile(r"`([^`\n]+)`")
+
+# Facts about code: fn ``kind`` is free/inherent/trait_impl/trait; ``outer`` the enclosing impl's generics.
+_Sig = namedtuple("_Sig", "quals generics params ret dollar")  # params: type tokens, or a receiver ("&self",)
+_Fn = namedtuple("_Fn", "name kind owner self_ty outer sig pub top in_macro")
+_Type = namedtuple("_Type", "kind name pub derives top")
+_Impl = namedtuple("_Impl", "trait args shown base top")  # args: normalised trait arguments, shown: as written
 
 
 @dataclass(frozen=True)
 class ItemCheck:
-    """Required items the completion lacks, and one reason per item it defines differently."""
+    """Required items the completion lacks (``"fn add"``), and one reason per item it defines differently."""
 
     missing: tuple[str, ...] = ()
     mismatched: tuple[str, ...] = ()
@@ -42,26 +49,17 @@ class ItemCheck:
 
 
 @dataclass(frozen=True)
-class _Sig:
-    quals: tuple[str, ...]
-    generics: tuple[str, ...]  # fn generic names in order, then one per ``impl Trait`` parameter
-    params: tuple[tuple[str, ...], ...]  # type tokens, or a one-token receiver marker ("&self", ...)
-    ret: tuple[str, ...]
-    dollar: bool  # mentions a macro metavariable
-
-
-@dataclass(frozen=True)
 class Item:
-    """One required item: ``kind`` fn/struct/enum/trait/type/impl, ``name`` ("add", "Stack::push",
-    "Display for Point"), normalised ``signature`` (fns; trait arguments for impls) and comparison ``derives``."""
+    """A required item: ``kind`` fn/struct/enum/trait/type/impl, ``name`` (``add``, ``Stack::push``, ``Display for
+    Point``), normalised ``signature`` (impls: trait arguments) and the comparison traits the type ``derives``."""
 
     kind: str
     name: str
     signature: str = ""
     derives: tuple[str, ...] = ()
-    pub: bool = field(default=False, repr=False)  # the completion's definition must be pub (reference specs)
-    prose: bool = field(default=False, repr=False)  # from a prose prompt: owner unknown, Self resolved late
-    owner: str = field(default="", repr=False)  # impl items: the implementing type
+    pub: bool = field(default=False, repr=False)  # the definition must be pub (reference specs)
+    prose: bool = field(default=False, repr=False)  # from a prompt's prose: owner unknown, Self resolved per candidate
+    owner: str = field(default="", repr=False)  # impls: the implementing type
     sig: _Sig | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -69,56 +67,16 @@ class Item:
         return f"{self.kind} {self.name}"
 
 
-@dataclass(frozen=True)
-class _Fn:
-    name: str
-    kind: str  # free / inherent / trait_impl / trait
-    owner: str
-    self_ty: tuple[str, ...]
-    outer: tuple[str, ...]  # generics of the enclosing impl or trait
-    sig: _Sig
-    pub: bool
-    top: bool
-    in_macro: bool
-
-
-@dataclass(frozen=True)
-class _Type:
-    kind: str
-    name: str
-    pub: bool
-    derives: tuple[str, ...]
-    top: bool
-
-
-@dataclass(frozen=True)
-class _Impl:
-    trait: str
-    args: str  # normalised trait arguments ("" when none)
-    shown: str  # trait arguments for messages
-    base: str
-    top: bool
-
-
-@dataclass(frozen=True)
-class _Scan:
-    fns: tuple[_Fn, ...]
-    types: tuple[_Type, ...]
-    impls: tuple[_Impl, ...]
-
-
 def _word(x: str) -> bool:
     return x[:1].isalpha() or x[:1] == "_" or (len(x) > 1 and x[0] in "#@")
 
 
-def _close(t: list[str], i: int, angle: bool = True) -> int:
-    """Index closing the bracket at ``i`` (all bracket kinds nest; ``<>`` only when ``angle``)."""
+def _close(t: list[str] | tuple[str, ...], i: int, angle: bool = True) -> int:
+    """Index closing the bracket at ``i`` (every bracket kind nests; ``<>`` only with ``angle``)."""
     depth = 0
     for j in range(i, len(t)):
-        if t[j] in _OPENERS and (angle or t[j] != "<"):
-            depth += 1
-        elif t[j] in _CLOSERS and (angle or t[j] != ">"):
-            depth -= 1
+        if (t[j] in _OPEN or t[j] in _SHUT) and (angle or t[j] not in "<>"):
+            depth += 1 if t[j] in _OPEN else -1
             if depth == 0:
                 return j
     return len(t) - 1
@@ -128,7 +86,7 @@ def _split(t: list[str] | tuple[str, ...], sep: str = ",") -> list[list[str]]:
     parts: list[list[str]] = [[]]
     depth = 0
     for x in t:
-        depth += (x in _OPENERS) - (x in _CLOSERS)
+        depth += (x in _OPEN) - (x in _SHUT)
         if depth == 0 and x == sep:
             parts.append([])
         else:
@@ -137,66 +95,55 @@ def _split(t: list[str] | tuple[str, ...], sep: str = ",") -> list[list[str]]:
 
 
 def _until(t: list[str], k: int, stops: tuple[str, ...]) -> int:
-    """First index from ``k`` holding one of ``stops`` outside brackets (or a closing brace), else ``len(t)``."""
+    """First index from ``k`` of a stop token outside brackets, or of an unmatched closer (else ``len(t)``)."""
     depth = 0
-    while k < len(t):
-        x = t[k]
-        if depth == 0 and (x in stops or x == "}"):
-            return k
-        depth += (x in _OPENERS) - (x in _CLOSERS)
+    for j in range(k, len(t)):
+        if depth == 0 and (t[j] in stops or t[j] == "}"):
+            return j
+        depth += (t[j] in _OPEN) - (t[j] in _SHUT)
         if depth < 0:
-            return k
-        k += 1
-    return k
+            return j
+    return len(t)
 
 
 def _generic_names(t: list[str]) -> list[str]:
-    names = []
-    for p in _split(t):
-        if not p[0].startswith("'"):
-            names.append(p[1] if p[0] == "const" and len(p) > 1 else p[0])
-    return names
+    return [p[1] if p[0] == "const" and len(p) > 1 else p[0] for p in _split(t) if not p[0].startswith("'")]
 
 
-def _clean(t: tuple[str, ...] | list[str], self_ty: tuple[str, ...] = (), loose: str = "") -> tuple[str, ...]:
-    """Type tokens without lifetimes and std/crate path prefixes, the impl's own type written ``Self``."""
+def _clean(t: list[str] | tuple[str, ...], self_ty: tuple[str, ...] = (), loose: str = "") -> tuple[str, ...]:
+    """Type tokens without lifetimes or std/crate path prefixes; the impl's own type (or ``loose``) becomes ``Self``."""
     out: list[str] = []
-    skip = False
+    skip = 0
     for k, x in enumerate(t):
-        if x.startswith("'"):
+        if skip or (x == "::" and not (out and (_word(out[-1]) or out[-1] == ">"))):
+            skip = max(skip - 1, 0)
+        elif x.startswith("'"):
             if out and out[-1] in (",", "+"):
                 out.pop()
-            else:
-                skip = True
-            continue
-        if (skip and x in (",", "+")) or (x in _PATH_DROP and k + 1 < len(t) and t[k + 1] == "::"):
-            skip = False
-            continue
-        skip = False
-        if x == "::" and (not out or not (_word(out[-1]) or out[-1] == ">")):
-            continue
-        if x == ">" and out and out[-1] == "<":
+            elif k + 1 < len(t) and t[k + 1] in (",", "+"):
+                skip = 1
+        elif x in _PATH_DROP and k + 1 < len(t) and t[k + 1] == "::":
+            skip = 1
+        elif x == ">" and out and out[-1] == "<":
             out.pop()
-            continue
-        out.append(x)
-    if self_ty or loose:
-        res, k, m = [], 0, len(self_ty)
-        while k < len(out):
-            prev_ok = k == 0 or out[k - 1] != "::"
-            if self_ty and prev_ok and tuple(out[k : k + m]) == self_ty:
-                res.append("Self")
-                k += m
-            elif loose and prev_ok and out[k] == loose:
-                res.append("Self")
-                k = _close(out, k + 1) + 1 if k + 1 < len(out) and out[k + 1] == "<" else k + 1
-            else:
-                res.append(out[k])
-                k += 1
-        out = res
-    return tuple(out)
+        else:
+            out.append(x)
+    res, k, m = [], 0, len(self_ty)
+    while k < len(out):
+        free = k == 0 or out[k - 1] != "::"
+        if free and self_ty and tuple(out[k : k + m]) == self_ty:
+            res.append("Self")
+            k += m
+        elif free and loose and out[k] == loose:
+            res.append("Self")
+            k = _close(out, k + 1) + 1 if k + 1 < len(out) and out[k + 1] == "<" else k + 1
+        else:
+            res.append(out[k])
+            k += 1
+    return tuple(res)
 
 
-def _render(t: tuple[str, ...] | list[str]) -> str:
+def _render(t: list[str] | tuple[str, ...]) -> str:
     s, prev = "", ""
     for x in t:
         if s and ((_word(prev) and _word(x)) or x in ("->", "+", "=") or prev in (",", "->", "+", "=")):
@@ -205,21 +152,24 @@ def _render(t: tuple[str, ...] | list[str]) -> str:
     return s
 
 
-def _receiver(p: list[str]) -> tuple[str, ...] | None:
-    """The canonical receiver (``self``, ``&self``, ``&mut self``, ``self: T``) if ``p`` is one."""
+def _param(p: list[str], gens: list[str]) -> tuple[str, ...]:
+    """A parameter's type (patterns dropped), a canonical receiver, or a fresh generic for ``impl Trait``."""
     parts = _split(p, ":")
-    if not parts or "self" not in parts[0]:
-        return None
-    if len(parts) > 1:
-        ty = _clean(p[len(parts[0]) + 1 :])
-        marks = {("Self",): "self", ("&", "Self"): "&self", ("&", "mut", "Self"): "&mut self"}
-        return (marks[ty],) if ty in marks else ("self:", *ty)
-    bare = _clean(parts[0])
-    return ("&mut self" if bare[:2] == ("&", "mut") else "&self" if bare[:1] == ("&",) else "self",)
+    ty = _clean(p[len(parts[0]) + 1 :]) if len(parts) > 1 else ()
+    if parts and "self" in parts[0]:
+        marks = {(): "", ("Self",): "self", ("&", "Self"): "&self", ("&", "mut", "Self"): "&mut self"}
+        if ty not in marks:
+            return ("self:", *ty)
+        bare = _clean(parts[0])
+        return (marks[ty] or ("&mut self" if bare[:2] == ("&", "mut") else "&self" if bare[:1] == ("&",) else "self"),)
+    if ty[:1] == ("impl",):
+        gens.append(f"impl#{len(gens)}")
+        return (gens[-1],)
+    return tuple(p[len(parts[0]) + 1 :] if len(parts) > 1 else p)
 
 
 def _parse_sig(t: list[str], j: int, quals: list[str]) -> tuple[_Sig | None, int]:
-    """The signature whose generics or ``(`` start at ``j``, and the index of its body ``{`` (or ``;``/end)."""
+    """The signature whose generics or ``(`` start at ``j``, and the index of its body ``{`` (or ``;``, or end)."""
     start, n, gens = j, len(t), []
     if j < n and t[j] == "<":
         c = _close(t, j)
@@ -227,106 +177,85 @@ def _parse_sig(t: list[str], j: int, quals: list[str]) -> tuple[_Sig | None, int
     if j >= n or t[j] != "(":
         return None, j
     c = _close(t, j)
-    params = []
-    for p in _split(t[j + 1 : c]):
-        rec = _receiver(p)
-        colon = _split(p, ":")
-        ty = p[len(colon[0]) + 1 :] if len(colon) > 1 else p
-        if rec is None and ty[:1] == ["impl"]:
-            gens.append(f"impl#{len(gens)}")
-            rec = (gens[-1],)
-        params.append(rec if rec is not None else tuple(ty))
+    params = tuple(_param(p, gens) for p in _split(t[j + 1 : c]))
     k = _until(t, c + 1, ("{", ";", "where"))
-    ret = t[c + 2 : k] if c + 1 < n and t[c + 1] == "->" else []
-    if k < n and t[k] == "where":
-        k = _until(t, k, ("{", ";"))
-    order = {q: i for i, q in enumerate(_QUALS)}
-    sig = _Sig(tuple(sorted(set(quals), key=order.get)), tuple(gens), tuple(params), tuple(ret), "$" in t[start:k])
-    return sig, k
+    ret = tuple(t[c + 2 : k]) if c + 1 < n and t[c + 1] == "->" else ()
+    k = _until(t, k, ("{", ";")) if k < n and t[k] == "where" else k
+    quals = tuple(q for q in _QUALS if q in quals)
+    return _Sig(quals, tuple(gens), params, () if ret == ("(", ")") else ret, "$" in t[start:k]), k
 
 
+@lru_cache(maxsize=8192)
 def _norm(sig: _Sig, self_ty: tuple[str, ...] = (), outer: tuple[str, ...] = (), loose: str | None = None) -> str:
-    """Canonical text of a signature: fn generics ``#i`` by position, impl generics ``@i`` by first use.
-
-    ``loose`` (prose specs) is the candidate's type name, read as ``Self``; undeclared one-letter types are then
-    taken for impl generics."""
+    """Canonical signature text: fn generics become ``#i`` by position, impl generics ``@i`` by first use. ``loose``
+    (prose specs): the candidate's type, read as ``Self``; undeclared one-letter types count as impl generics."""
     inner = {g: f"#{i}" for i, g in enumerate(sig.generics)}
     seen: dict[str, str] = {}
 
-    def rename(t: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(
-            inner[x] if x in inner
-            else seen.setdefault(x, f"@{len(seen)}") if x in outer or (loose is not None and re.fullmatch(r"[A-Z]\d?", x))
-            else x
-            for x in _clean(t, self_ty, loose or "")
-        )
+    def one(x: str) -> str:
+        if x in inner:
+            return inner[x]
+        implicit = loose is not None and len(x) <= 2 and x[0].isupper() and x[1:] in ("", *"0123456789")
+        return seen.setdefault(x, f"@{len(seen)}") if x in outer or implicit else x
 
-    params = [rename(p) for p in sig.params]
-    ret = rename(sig.ret)
-    text = f"fn({', '.join(_render(p) for p in params)})" + (f" -> {_render(ret)}" if ret not in ((), ("(", ")")) else "")
-    return " ".join((*sig.quals, text))
+    def rename(t: tuple[str, ...]) -> str:
+        return _render([one(x) for x in _clean(t, self_ty, loose or "")])
+
+    params, ret = ", ".join(rename(p) for p in sig.params), rename(sig.ret)
+    return " ".join((*sig.quals, f"fn({params})" + (f" -> {ret}" if ret else "")))
 
 
 def _derives(attrs: list[list[str]]) -> tuple[str, ...]:
-    found = []
-    for a in attrs:
-        for k, x in enumerate(a[:-1]):
-            if x == "derive" and a[k + 1] == "(":
-                found += [p[-1] for p in _split(a[k + 2 : _close(a, k + 1)])]
-    return tuple(found)
+    """Traits named in ``derive(...)``, also inside ``cfg_attr``."""
+    return tuple(p[-1] for a in attrs for k in range(len(a) - 1) if a[k] == "derive" and a[k + 1] == "("
+                 for p in _split(a[k + 2 : _close(a, k + 1)]))
 
 
 def _base(t: tuple[str, ...]) -> str:
+    """The name of a (cleaned) type: ``Stack`` for ``Stack<T>``, ``Point`` for ``&mut Point``."""
     depth, base = 0, ""
     for x in t:
-        depth += (x in _OPENERS) - (x in _CLOSERS)
-        if depth == 0 and _word(x) and x not in ("dyn", "mut", "impl"):
-            base = x
+        depth += (x in _OPEN) - (x in _SHUT)
+        base = x if depth == 0 and _word(x) and x not in ("dyn", "mut", "impl") else base
     return base
 
 
 @lru_cache(maxsize=2048)
-def _scan(code: str) -> _Scan:
-    """Every fn, type and trait impl outside test code, with where it sits."""
+def _scan(code: str) -> tuple[tuple[_Fn, ...], tuple[_Type, ...], tuple[_Impl, ...], frozenset[str]]:
+    """Every fn, type and trait impl outside test code, with where it sits; names bound by const/static/``as``."""
     toks = tokenize(code)
     regions = test_regions(toks)
     t = [x.text[2:] if x.kind == "ident" and x.text.startswith("r#") else x.text for x in toks]
-    n = len(t)
-    ctx_at: dict[int, tuple] = {}
-    stack: list[tuple] = []
-    macros: list[tuple[int, int]] = []
-    fns, types, impls = [], [], []
-    attrs: list[list[str]] = []
-    vis, quals = "", []
-    i = 0
+    n, ctx_at, stack, macros = len(t), {}, [], []
+    fns, types, impls, values, attrs, vis, quals, i = [], [], [], set(), [], "", [], 0
     while i < n:
         x, nxt = t[i], t[i + 1] if i + 1 < n else ""
         o = i + 1 if nxt == "[" else i + 2
-        if x == "#" and o < n and t[o] == "[" and nxt in "[!":
+        if x == "#" and nxt in ("[", "!") and o < n and t[o] == "[":
             c = _close(t, o, angle=False)
             attrs.append(t[o + 1 : c])
             i = c + 1
             continue
-        if x == "pub":
-            vis, i = ("pub", i + 1) if nxt != "(" else ("restricted", _close(t, i + 1) + 1)
-            continue
-        if x in _QUALS or x == "default":
-            quals.append(x)
-            i += 2 if x == "extern" and nxt.startswith('"') else 1
+        if x in ("const", "static", "as") and _word(nxt) and nxt not in _QUALS and nxt not in ("fn", "mut"):
+            values.add(nxt if not regions.contains(i) else "")
+        if x == "pub" or x in _QUALS or x == "default":
+            vis = {"pub": "pub" if nxt != "(" else "restricted"}.get(x, vis)
+            quals += [x]
+            i = _close(t, i + 1) + 1 if x == "pub" and nxt == "(" else i + 1 + (x == "extern" and nxt[:1] == '"')
             continue
         if x == "{":
             stack.append(ctx_at.get(i, ("block",)))
         elif x == "}" and stack:
             stack.pop()
-        ctx = stack[-1] if stack else ("mod",)
-        top, test = ctx[0] == "mod", x in ("fn", "impl", "trait", "struct", "enum", "union", "type") and regions.contains(i)
-        jump = None
+        ctx, jump = stack[-1] if stack else ("mod",), None
+        top = ctx[0] == "mod"
+        test = x in ("fn", "impl", "trait", "struct", "enum", "union", "type") and regions.contains(i)
         if x == "fn" and _word(nxt):
             sig, jump = _parse_sig(t, i + 2, quals)
+            owned = ctx[0] in ("impl", "trait")
+            kind = ("trait_impl" if ctx[1] else "inherent") if ctx[0] == "impl" else "trait" if owned else "free"
             if sig is not None and not test:
-                kind = {"impl": "trait_impl" if ctx[0] == "impl" and ctx[1] else "inherent", "trait": "trait"}
-                fns.append(_Fn(nxt, kind.get(ctx[0], "free"), ctx[2] if ctx[0] in ("impl", "trait") else "",
-                               ctx[3] if ctx[0] == "impl" else (), ctx[4] if ctx[0] in ("impl", "trait") else (),
+                fns.append(_Fn(nxt, kind, ctx[2] if owned else "", ctx[3] if owned else (), ctx[4] if owned else (),
                                sig, vis == "pub", top, any(a <= i <= b for a, b in macros)))
             ctx_at[jump] = ("fn",)
         elif x == "impl" and (i == 0 or t[i - 1] in ("}", ";", "{", "]", "unsafe", "default")):
@@ -336,149 +265,143 @@ def _scan(code: str) -> _Scan:
                 gens, j = _generic_names(t[j + 1 : c]), c + 1
             jump = _until(t, j, ("{", ";", "where"))
             head = _split(t[j:jump], "for")
-            trait, ty = (head[0], head[1]) if len(head) > 1 else ([], head[0] if head else [])
-            self_ty = _clean(ty)
-            base = _base(self_ty)
-            name, args, shown = "", "", ""
-            if trait:
-                tr = _clean([y for y in trait if y != "!"])
-                lt = tr.index("<") if "<" in tr else len(tr)
-                name, shown = _base(tr[:lt]), _render(tr[lt + 1 : -1])
-                ren = {g: f"#{k}" for k, g in enumerate(gens)}
-                args = _render([ren.get(y, y) for y in _clean(tr[lt + 1 : -1], self_ty)])
-                if not test:
-                    impls.append(_Impl(name, args, shown, base, top))
+            trait, self_ty = (head[0] if len(head) > 1 else []), _clean(head[-1] if head else [])
+            tr = _clean([y for y in trait if y != "!"])
+            lt = tr.index("<") if "<" in tr else len(tr)
+            name, ren = _base(tr[:lt]), {g: f"#{k}" for k, g in enumerate(gens)}
+            args = _render([ren.get(y, y) for y in _clean(tr[lt + 1 : -1], self_ty)])
+            if trait and not test:
+                impls.append(_Impl(name, args, _render(tr[lt + 1 : -1]), _base(self_ty), top))
             jump = _until(t, jump, ("{", ";"))
-            ctx_at[jump] = ("impl", name, base, self_ty, tuple(gens))
+            ctx_at[jump] = ("impl", name, _base(self_ty), self_ty, tuple(gens))
         elif x == "trait" and _word(nxt):
             jump = _until(t, i + 2, ("{", ";"))
             gens = _generic_names(t[i + 3 : _close(t, i + 2)]) if i + 2 < n and t[i + 2] == "<" else []
             ctx_at[jump] = ("trait", "", nxt, (), tuple(gens))
-            if not test:
-                types.append(_Type("trait", nxt, vis == "pub", (), top))
-        elif x in ("struct", "enum", "union", "type") and _word(nxt) and not test:
+            types += [] if test else [_Type("trait", nxt, vis == "pub", (), top)]
+        elif x in ("struct", "enum", "union", "type") and _word(nxt) and not test and (top or x != "type"):
             types.append(_Type(x, nxt, vis == "pub", _derives(attrs), top))
         elif x == "mod" and _word(nxt) and i + 2 < n and t[i + 2] == "{":
             ctx_at[i + 2] = ("mod",)
-        elif x == "macro_rules" and nxt == "!" and i + 3 < n:
+        elif x == "macro_rules" and nxt == "!" and i + 3 < n and (not macros or i > macros[-1][1]):
             macros.append((i, _close(t, i + 3, angle=False)))
         attrs, vis, quals = [], "", []
         i = jump if jump is not None and jump > i else i + 1
-    return _Scan(tuple(fns), tuple(types), tuple(impls))
+    return tuple(fns), tuple(types), tuple(impls), frozenset(values)
 
 
 def _prose_fns(text: str) -> list[_Fn]:
-    """Signatures in code fences and backtick spans of a prompt (else anywhere in it)."""
+    """Signatures in the code fences and backtick spans of a prompt (else anywhere in it)."""
     chunks = _FENCE.findall(text) + _SPAN.findall(_FENCE.sub(" ", text))
-    return [f for c in chunks if "fn" in c for f in _scan(c).fns] or list(_scan(text).fns)
+    return [f for c in chunks if "fn" in c for f in _scan(c)[0]] or list(_scan(text)[0])
+
+
+def _code_items(spec: str) -> tuple[list[Item], frozenset[str]]:
+    """A reference's public items; for code without any ``pub`` (MultiPL-E prompts) every fn, visibility unchecked."""
+    fns, types, impls, _ = _scan(spec)
+    public = {ty.name for ty in types if ty.top and ty.pub}
+    defined = frozenset(ty.name for ty in types)
+    ref = bool(public) or any(f.pub for f in fns)
+    found: dict[str, Item] = {}
+    for f in fns:
+        name = f.name if f.kind == "free" and f.top and f.name != "main" else f"{f.owner}::{f.name}"
+        if not f.in_macro and (f.pub or not ref) and (f.kind == "free" and f.top and f.name != "main" or (
+                f.kind == "inherent" and (f.owner in public or not ref))):
+            found.setdefault(f"fn {name}", Item("fn", name, _norm(f.sig, f.self_ty, f.outer), pub=ref, sig=f.sig))
+    for ty in types if ref else ():
+        if ty.top and ty.pub:
+            derives = tuple(d for d in _CMP if d in ty.derives)
+            found.setdefault(ty.name, Item(ty.kind, ty.name, derives=derives, pub=True))
+    for im in impls if ref else ():
+        if im.top and (im.base in public or im.base not in defined):
+            name = f"{im.trait}{f'<{im.shown}>' if im.shown else ''} for {im.base}"
+            found.setdefault(f"impl {im.trait} {im.args} {im.base}", Item("impl", name, im.args, owner=im.base))
+    return list(found.values()), defined
 
 
 @lru_cache(maxsize=1024)
 def _spec(spec: str) -> tuple[tuple[Item, ...], frozenset[str], frozenset[str]]:
-    """Required items, the type names the spec defines, and the names it mentions (robust to any text)."""
+    """Required items, the type names the spec defines, and the names it mentions (never raises)."""
     try:
         words = [x.text for x in tokenize(spec)]
-        if "`" in words or words[:1] == [] or words[0] not in _ITEM_START:
-            fns = _prose_fns(spec)
-            items = {(f.name, _norm(f.sig, loose="")): Item("fn", f.name, _norm(f.sig, loose=""), prose=True, sig=f.sig)
-                     for f in fns}
-            defined = re.findall(r"\b(?:struct|enum|union|type|trait)\s+(?:r#)?(\w+)", spec)
-            return tuple(items.values()), frozenset(defined), frozenset(re.findall(r"\w+", spec))
-        sc = _scan(spec)
-        public = {ty.name for ty in sc.types if ty.top and ty.pub}
-        defined = frozenset(ty.name for ty in sc.types)
-        reference = bool(public) or any(f.pub for f in sc.fns)
-        found: dict[str, Item] = {}
-        for f in sc.fns:
-            if f.in_macro or not (f.pub or not reference):
-                continue
-            if f.kind == "free" and f.top and f.name != "main":
-                name = f.name
-            elif f.kind == "inherent" and (f.owner in public or not reference):
-                name = f"{f.owner}::{f.name}"
-            else:
-                continue
-            found.setdefault(f"fn {name}", Item("fn", name, _norm(f.sig, f.self_ty, f.outer), pub=reference, sig=f.sig))
-        for ty in sc.types if reference else ():
-            if ty.top and ty.pub:
-                found.setdefault(ty.name, Item(ty.kind, ty.name, derives=tuple(d for d in _CMP if d in ty.derives),
-                                               pub=True))
-        for im in sc.impls if reference else ():
-            if im.top and (im.base in public or im.base not in defined):
-                shown = f"<{im.shown}>" if im.shown else ""
-                found.setdefault(f"impl {im.trait}{im.args} {im.base}",
-                                 Item("impl", f"{im.trait}{shown} for {im.base}", im.args, owner=im.base))
-        return tuple(found.values()), defined, defined
-    except Exception:  # a prompt that is not Rust: no requirement rather than a crash
+        if words and "`" not in words and words[0] in _ITEM_START:
+            items, defined = _code_items(spec)
+            return tuple(items), defined, defined
+        found = {(f.name, _norm(f.sig, loose="")): f for f in _prose_fns(spec)}
+        defined = frozenset(re.findall(r"\b(?:struct|enum|union|type|trait)\s+(?:r#)?(\w+)", spec))
+        items = tuple(Item("fn", name, sig, prose=True, sig=f.sig) for (name, sig), f in found.items())
+        return items, defined, frozenset(re.findall(r"\w+", spec))
+    except Exception:  # text that is not Rust: no requirement rather than a crash
         return (), frozenset(), frozenset()
 
 
 def required_items(spec: str) -> tuple[Item, ...]:
-    """The items a completion must define for ``spec`` (a reference solution or a task prompt)."""
+    """The items a completion must define for ``spec`` (a reference solution or a task prompt); cached."""
     return _spec(spec)[0]
 
 
-def _check_fn(item: Item, group: list[Item], sc: _Scan, out: list[str]) -> bool:
-    """Append reasons for every same-named definition that differs; False when there is none."""
+def _check_fn(item: Item, items: tuple[Item, ...], fns: tuple[_Fn, ...], mentioned: frozenset[str]) -> list[str]:
+    """Reasons for each same-named definition that differs (``["missing"]`` when there is none)."""
     owner, _, name = item.name.rpartition("::")
-    cands = [f for f in sc.fns if f.name == name and (
-        item.prose or f.in_macro or (f.kind == "inherent" and f.owner == owner if owner else f.kind == "free"))]
+    cands = [f for f in fns if f.name == name and (f.in_macro or (
+        (not f.owner or f.owner in mentioned) if item.prose
+        else f.kind in ("inherent", "trait_impl") and f.owner == owner if owner else f.kind == "free"))]
+    group = [g for g in items if g.kind == "fn" and g.name == item.name] if item.prose else [item]
+    out = [] if cands else ["missing"]
     for f in cands:
         got = _norm(f.sig, f.self_ty, f.outer)
-        want = [_norm(g.sig, loose=f.owner) if g.prose else g.signature for g in group if g.sig is not None]
+        want = [_norm(g.sig, loose=f.owner) if g.prose else g.signature for g in group]
         if f.sig.dollar:
             out.append(f"{item.name}: signature built from macro metavariables")
-        elif item.pub and not f.pub:
+        elif item.pub and not f.pub and f.kind != "trait_impl":
             out.append(f"{item.name} is not pub")
         elif got not in want:
             out.append(f"{item.name}: expected {want[0]}, found {got}")
-    if item.prose and cands and not any(_norm(item.sig, loose=f.owner) == _norm(f.sig, f.self_ty, f.outer)
-                                        for f in cands if item.sig is not None and not f.sig.dollar):
+    if item.prose and cands and not out and not any(_norm(item.sig, loose=f.owner) == _norm(f.sig, f.self_ty, f.outer)
+                                        for f in cands if not f.sig.dollar):
         out.append(f"{item.name}: no definition matches {item.signature}")
-    return bool(cands)
+    return out
 
 
 def check_items(code: str, spec: str) -> ItemCheck:
     """Whether ``code`` (a completion; test code ignored) defines ``spec``'s required items with their signatures."""
     items, defined, mentioned = _spec(spec)
-    if not items:
-        return ItemCheck()
     try:
-        sc = _scan(code)
+        fns, type_list, impls, values = _scan(code) if items else ((), (), (), frozenset())
     except Exception:
         return ItemCheck(missing=tuple(it.label for it in items))
-    missing: list[str] = []
-    bad: list[str] = []
-    types: dict[str, list[_Type]] = {}
-    for ty in sc.types:
+    missing, bad, types = [], [], {}
+    for ty in type_list:
         types.setdefault(ty.name, []).append(ty)
     for it in items:
+        trait, why = it.name.split("<")[0].split(" ")[0], []  # why: this item's reasons, reported as one
         if it.kind == "fn":
-            group = [g for g in items if g.kind == "fn" and g.name == it.name] if it.prose else [it]
-            if not _check_fn(it, group, sc, bad):
-                missing.append(it.label)
+            why = _check_fn(it, items, fns, mentioned)
+            missing += [it.label] if why[:1] == ["missing"] else []
+            why = why[why[:1] == ["missing"] :]
+            why += [f"{it.name} is also bound by a const, static, type or `as`"] if "::" not in it.name and (
+                it.name in values or it.name in types) else []
         elif it.kind == "impl":
-            trait = re.split(r"[<\s]", it.name)[0]
-            if not any(im.trait == trait and im.base == it.owner and (not it.signature or not im.args or im.args == it.signature)
-                       for im in sc.impls) and not (
-                    not it.signature and any(trait in ty.derives for ty in types.get(it.owner, ()))):
-                missing.append(it.label)
+            found = any(im.trait == trait and im.base == it.owner and it.signature in ("", im.args or it.signature)
+                        for im in impls)  # `impl Add for T` and `impl Add<T> for T` are the same impl
+            derived = not it.signature and any(trait in ty.derives for ty in types.get(it.owner, ()))
+            missing += [] if found or derived else [it.label]
         elif it.name not in types:
             missing.append(it.label)
         else:
             for ty in types[it.name]:
-                if ty.kind != it.kind:
-                    bad.append(f"{it.name} is a {ty.kind}, expected a {it.kind}")
-                elif it.pub and not ty.pub:
-                    bad.append(f"{it.name} is not pub")
-                bad += [f"{it.name} must derive {d}" for d in it.derives if d not in ty.derives]
-            bad += [f"{it.name} implements {im.trait} by hand instead of deriving it"
-                    for im in sc.impls if im.base == it.name and im.trait in it.derives]
-    used = {x for it in items if it.sig is not None for p in (*it.sig.params, it.sig.ret) for x in p} & _STD_TYPES
-    if any(set(it.sig.ret) & _STD_TYPES for it in items if it.sig is not None):
-        bad += [f"implements {im.trait}<{im.shown}> for its own type {im.base}" for im in sc.impls
+                why += [f"{it.name} is a {ty.kind}, expected a {it.kind}"] if ty.kind != it.kind else []
+                why += [f"{it.name} is not pub"] if it.pub and not ty.pub else []
+                why += [f"{it.name} must derive {d}" for d in it.derives if d not in ty.derives]
+            why += [f"{it.name} implements {im.trait} by hand instead of deriving it"
+                    for im in impls if im.base == it.name and im.trait in it.derives]
+        bad += ["; ".join(dict.fromkeys(why))] if why else []
+    sigs = [it.sig for it in items if it.sig is not None]
+    if any(set(s.ret) & _STD_TYPES for s in sigs):  # `-> Wat` with `impl PartialEq<i32> for Wat` forging asserts
+        bad += [f"implements {im.trait}<{im.shown}> for its own type {im.base}" for im in impls
                 if im.trait in ("PartialEq", "PartialOrd") and im.base in types and im.base not in mentioned
-                and im.args not in ("", "Self")]
-    bad += [f"defines its own type {name}, shadowing the standard one" for name in types
-            if name in used and name not in defined]
+                and re.sub(r"&|mut\b|\s", "", im.args) not in ("", "Self")]
+    used = {x for s in sigs for p in (*s.params, s.ret) for x in p} & _STD_TYPES
+    bad += [f"defines its own type {name}, shadowing the standard one" for name, tys in types.items()
+            if name in used and name not in defined and any(ty.kind != "type" for ty in tys)]
     return ItemCheck(tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(bad)))

@@ -3,6 +3,10 @@
 No compiler is involved; this only sees tokens. It finds every ``#[test]`` function (not just the first),
 classifies assertions as meaningful (they reach code from the solution, directly or through a ``let``
 binding) or trivial, and flags process-control calls that could forge a test verdict.
+
+Every rule reads one normalised view: the tokens rustc would see (shebang line and byte-order mark skipped, raw and
+C strings whole, ``r#name`` folded to ``name``, Unicode identifiers in NFC), with ``cfg_attr``/``unsafe(...)``
+attributes unfolded to any depth. Token offsets always point into the original text.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def tokenize(source: str) -> list[Token]:
     ('string', Token(kind='ident', text='exit', start=0, end=6, raw=True))
     """
     tokens: list[Token] = []
-    pos, n = 0, len(source)
+    pos, n = _code_start(source), len(source)
     match = _TOKEN.match
     while pos < n:
         m = match(source, pos)
@@ -108,6 +112,36 @@ def tokenize(source: str) -> list[Token]:
         tokens.append(Token(kind, m.group(), pos, end))
         pos = end
     return tokens
+
+
+_WS = re.compile(r"[\s\u200e\u200f]*")
+
+
+def _code_start(source: str) -> int:
+    """Where rustc starts reading: after a byte-order mark and a shebang line (``#!`` not opening ``#![...]``).
+
+    >>> _code_start('#!/bin/sh "\\nfn f() {}'), _code_start("#! // c\\n[allow(x)]")
+    (11, 0)
+    """
+    pos = 1 if source.startswith("\ufeff") else 0
+    if not source.startswith("#!", pos):
+        return pos
+    i, n = pos + 2, len(source)
+    while True:  # as rustc_lexer::strip_shebang: skip whitespace and non-doc comments, then look for `[`
+        i = _WS.match(source, i).end()
+        if source.startswith("//", i) and not (source.startswith("//!", i) or
+                                               (source.startswith("///", i) and not source.startswith("////", i))):
+            end = source.find("\n", i)
+            i = n if end < 0 else end
+        elif source.startswith("/*", i) and not (source.startswith("/*!", i) or (
+                source.startswith("/**", i) and not source.startswith(("/***", "/**/"), i))):
+            i = _skip_block_comment(source, i)
+        else:
+            break
+    if source.startswith("[", i):
+        return pos
+    end = source.find("\n", pos)
+    return n if end < 0 else end
 
 
 def _skip_block_comment(source: str, pos: int) -> int:
@@ -210,6 +244,8 @@ def _is_cfg_test(attr: tuple[str, ...]) -> bool:
 class TestRegions:
     """Token spans holding test code: ``#[cfg(test)]`` modules and ``#[test]`` functions."""
 
+    __test__ = False  # not a pytest test class
+
     test_fns: tuple[Item, ...]
     cfg_test_mods: tuple[Item, ...]
 
@@ -258,6 +294,8 @@ def test_paths(source: str) -> tuple[str, ...]:
         paths.append("::".join([*(m.name for m in outer), fn.name]))
     return tuple(paths)
 
+
+test_regions.__test__ = test_paths.__test__ = False  # type: ignore[attr-defined]  # not pytest tests
 
 def solution_names(tokens: list[Token], regions: TestRegions) -> frozenset[str]:
     """Names the solution defines (fns, types, consts, methods) outside test code."""
@@ -603,6 +641,8 @@ def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
         if tok.kind == "string":
             if HIDDEN_PREFIX in text:
                 found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
+            if text.startswith("cr#"):  # before edition 2021 `cr#"a"b"#` is `cr # "a" b "#...`: code hides in it
+                found.add("raw C string literal")
             continue
         if tok.kind != "ident":
             continue

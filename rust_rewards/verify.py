@@ -50,8 +50,9 @@ from rust_rewards.crate import (
 )
 from rust_rewards.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.mutants import mutants
-from rust_rewards.report import OwnTestChecks, Report, TestCounts
+from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
+from rust_rewards.signatures import check_items
 from rust_rewards.source import analyse
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import Toolchain, find_toolchain, shared_toolchain
@@ -191,11 +192,6 @@ def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Repor
     spec = hidden.reference or hidden.prompt if hidden is not None else ""
     if not spec.strip() or not report.has_code:
         return report
-    try:
-        from rust_rewards.signatures import check_items  # TEMP until the module lands
-    except ImportError:
-        return report
-
     found = check_items(code, spec)
     return replace(report, off_task=found.missing, mismatched=found.mismatched)
 
@@ -335,12 +331,15 @@ def run_tests(job: _Job, plan: TestPlan, *, own_expected: bool, hidden_compiled:
             path.chmod(0o111)
     results = job.run_steps("run", steps, limits=job.config.run_limits, writable=False) if steps else {}
     nonces = [t.nonce for t in (*plan.own, *(t for _, ts in plan.hidden for t in ts))]
-    for name, result in results.items():
-        if name.startswith(("test:", "hidden")):
-            text = _FILTERED.sub("", result.stdout)
-            for nonce in nonces:
-                text = text.replace(f"\n{nonce}\n", "\n")
-            job.outputs.append(text)
+    for prefix in ("test:", "hidden"):  # own tests' output first: feedback shows it up to HIDDEN_OUTPUT
+        if prefix == "hidden" and any(name.startswith(prefix) for name in results):
+            job.outputs.append(HIDDEN_OUTPUT)
+        for name, result in results.items():
+            if name.startswith(prefix):
+                text = _FILTERED.sub("", result.stdout)
+                for nonce in nonces:
+                    text = text.replace(f"\n{nonce}\n", "\n")
+                job.outputs.append(text)
     timed = {name.split(":")[0] for name, r in results.items() if r.timed_out}
     own_ran = [t for t in plan.own if not t.ignored]
     own_ok = _passed(results, "test", plan.own)

@@ -116,7 +116,7 @@ def _normalised(report: Report) -> dict:
         data.pop(key)
     data["test_output"] = re.sub(r"finished in [\d.]+s", "", report.test_output)
     for key in ("test_output", "diagnostics"):
-        data[key] = re.sub(r"__rr_hidden_[0-9a-f]{16}", "__rr_hidden_H", data[key])
+        data[key] = re.sub(r"__rr_(hidden|variant)_[0-9a-f]{16}", r"__rr_\1_H", data[key])
     return data
 
 
