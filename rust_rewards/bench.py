@@ -85,6 +85,7 @@ def naive_verdict(text: str, timeout: float = 60.0) -> Verdict:
         root = Path(tempfile.mkdtemp(prefix="rr-naive-"))
         try:
             write_crate(root, code, None)
+            (root / "src" / "lib.rs").write_text(code)  # as published: the code as it is, no seals
             results[reward] = _cargo(cargo, root, args, timeout)
         finally:
             shutil.rmtree(root, ignore_errors=True)

@@ -52,6 +52,11 @@ _SEAL = ("let __rr_seal = {{ struct __RrSeal; impl ::core::ops::Drop for __RrSea
          "::std::string::ToString::to_string(&{nonce}u128).into_bytes(); v.insert(0, 10); v.push(10); "
          "let _ = ::std::io::Write::write_all(&mut ::std::io::stdout(), &v); }} }} }} __RrSeal }};")
 """No quote in it: inserted into code with an unterminated string or comment, it changes nothing around it."""
+FORBID = "#![forbid(unsafe_code)] "
+"""Put in front of the model's code (and of the variants' files, which hold copies of its tests), on its first
+line: no ``unsafe``, ``#[no_mangle]``, ``#[export_name]``, ``#[link_section]`` in the model's code, whatever
+``cfg_attr`` nesting spells them (the compiler decides; an ``allow`` of it is an error), so safe code cannot read
+memory and no code runs before ``main``. Hidden tests, which are ours, are not restricted."""
 _SEAL_TEXT = re.compile(r"let __rr_seal = \{ struct __RrSeal; .*?\} __RrSeal \};")
 
 
@@ -129,8 +134,9 @@ def seal_tests(source: str) -> tuple[str, tuple[SealedTest, ...]]:
 
 
 def strip_seals(text: str) -> str:
-    """Compiler messages as the model's own code would give them: the seals' text removed."""
-    return _SEAL_TEXT.sub("", text)
+    """Compiler messages as the model's own code would give them: the seals' and ``FORBID``'s text removed (the
+    columns of messages on the first line stay shifted by ``len(FORBID)``)."""
+    return _SEAL_TEXT.sub("", text).replace(FORBID, "")
 
 
 def own_test_code(code: str) -> str:
@@ -174,7 +180,7 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
     copy of its own tests (``with_variants``). File paths are relative to ``src/``."""
     hidden_module = hidden_module or f"{HIDDEN}_{secrets.token_hex(8)}"
     sealed, own = seal_tests(code) if own_tests else (strip_test_code(code), ())
-    root = sealed.rstrip() + "\n"
+    root = FORBID + sealed.rstrip() + "\n"
     files: dict[str, str] = {}
     hidden_tests: tuple[SealedTest, ...] = ()
     if hidden is not None and hidden.shape in ("unit", "main") and with_hidden:
@@ -188,7 +194,8 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
         module = f"{VARIANT}_{secrets.token_hex(8)}"
         text, copies = seal_tests(tests)
         # the reference's own warnings are not the model's (and its code is never shown to the model)
-        files[f"{module}.rs"] = "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n" + text + "\n"
+        files[f"{module}.rs"] = (FORBID + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n"
+                                 + text + "\n")
         made.append(Variant(module, kind, other, tuple(t.under(module) for t in copies)))
         root += _hook(module)
     return ModuleTree(root, files, own, hidden_module, hidden_tests, tuple(made))

@@ -129,11 +129,18 @@ class Report:
         return self.build_ok and self.own_tests.ok and not self.hack_reasons and self.on_task
 
     @property
+    def solution_not_wrong(self) -> bool:
+        """No hidden test says the solution is wrong: every hidden test passed, or the task has none."""
+        return self.hidden_tests is None or self.hidden_ok
+
+    @property
     def tests_checked(self) -> bool:
-        """``tests_ok``, every own test also passes on the reference, and at least one fails on a wrong
-        variant: what ``test_reward`` pays for."""
+        """``tests_ok``, every own test also passes on the reference, at least one fails on a wrong variant, and
+        the solution passes the hidden tests (a wrong solution earns nothing for its tests): what
+        ``test_reward`` pays for."""
         c = self.own_checks
-        return self.tests_ok and c.compiled and c.valid == self.own_tests.passed and c.discriminating >= 1
+        return (self.tests_ok and c.compiled and c.valid == self.own_tests.passed and c.discriminating >= 1
+                and self.solution_not_wrong)
 
     @property
     def hidden_fraction(self) -> float:

@@ -63,7 +63,7 @@ def test_block_score(r: Report) -> float:
 
 
 def assertion_score(r: Report) -> float:
-    if not r.build_ok or r.hack_reasons:
+    if not r.build_ok or r.hack_reasons or not r.solution_not_wrong:
         return 0.0
     return min(1.0, 0.25 * r.own_checks.discriminating)
 
@@ -111,7 +111,8 @@ def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
 
 def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     """2.0 when the model's own tests all pass (at least one; each judged by its seal), all of them also pass on
-    the task's reference, and at least one fails on a wrong variant of the solution; else 0.0.
+    the task's reference, at least one fails on a wrong variant of the solution, and the solution passes the
+    task's hidden tests (when it has some); else 0.0.
 
     Example:
     >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[cfg(test)]\\nmod tests {\\n    use super::*;\\n"
@@ -144,7 +145,7 @@ def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
 
 def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     """0.25 per own test that passes, passes on the reference too, and fails on a wrong variant of the solution
-    (a mutant: an assertion a wrong solution could not pass), capped at 1.0.
+    (a mutant: an assertion a wrong solution could not pass), capped at 1.0; 0.0 when a hidden test fails.
 
     Tests that hold for any implementation (``assert!(true)``, the solution compared with itself, a bound of
     its type) pass on the mutant too and earn nothing.

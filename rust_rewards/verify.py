@@ -9,8 +9,9 @@ Two modes give the same verdicts:
   once, then ``rustc --test`` builds the test harness (std linked dynamically, no debug info) and the test
   binary runs. Code that does not build stops after the first pass.
 
-Every pass compiles with ``-F unsafe_code`` (no ``unsafe``, no linker, section or export attributes, at any
-``cfg_attr`` depth: the compiler decides) and sees only the system directories, the toolchain and the crate.
+The model's code is compiled under ``#![forbid(unsafe_code)]`` (``crate.FORBID``: no ``unsafe``, no linker,
+section or export attributes, at any ``cfg_attr`` depth: the compiler decides), and every pass sees only the
+system directories, the toolchain and the crate.
 
 **Test verdicts come from seals, not from output** (``crate.seal_tests``): each test runs in its own process
 (``--exact NAME``) and passed only when that process exited 0 and printed the test's nonce, which only the test's
@@ -35,6 +36,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -63,9 +65,6 @@ and every completion that cannot share a crate, takes the ``direct`` path."""
 _TEXT_CAP = 20_000
 _DEV = ["-C", "debuginfo=0"]
 _RELEASE = ["-C", "opt-level=3", "-C", "debug-assertions=off", "-C", "overflow-checks=off"]
-FORBID = ["-F", "unsafe_code"]
-"""On every compile: no ``unsafe``, ``#[no_mangle]``, ``#[export_name]``, ``#[link_section]`` (so no code runs
-before ``main``, and no symbol of ours is replaced), whatever ``cfg_attr`` nesting spells them."""
 MUTANTS_TRIED = 6
 """Mutants of a reference tried, in order, for a wrong variant (each costs one verification, once per task)."""
 
@@ -116,7 +115,6 @@ class _Job:
             "CARGO_NET_OFFLINE": "true",
             "CARGO_INCREMENTAL": "0",
             "CARGO_TERM_COLOR": "never",
-            "RUSTFLAGS": " ".join(FORBID),
             "LD_LIBRARY_PATH": str(self.tc.std_lib_dir),
             "MALLOC_ARENA_MAX": "2",
             "RUST_BACKTRACE": "0",
@@ -284,10 +282,10 @@ class TestPlan:
 
 def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bool) -> list[sandbox.Step]:
     """One process per test, by exact name (hidden tests include ``#[ignore]``d ones; own ignored tests do not
-    run)."""
+    run). The own tests and their copies in the variants are one timeout group, the hidden tests another."""
     extra = ["--include-ignored"] if hidden else []
-    return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra], group=group,
-                         model_controlled=True)
+    return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra],
+                         group="hidden" if hidden else "own", model_controlled=True)
             for i, t in enumerate(tests) if hidden or not t.ignored]
 
 
@@ -384,7 +382,7 @@ def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunR
 # ---- direct mode -------------------------------------------------------------------------------------------
 
 def _rustc_base(job: _Job, tool: Path, src: str) -> list[str]:
-    return [str(tool), "--edition", job.layout.edition, src, "--error-format=json", *FORBID]
+    return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
 
 
 def _harness_step(job: _Job, profile: list[str], output: str, eager: list[str] = (), step: str = "test_compile"
@@ -452,8 +450,9 @@ def _verify_direct(job: _Job, code: str, facts, first: sandbox.RunResult | None 
                     job.timed_out.append("build")
                 return _report(job, facts, False, outcome.merged(parse_compiler(codegen.stderr, clippy_pass=False)),
                                TestCounts(expected=own_expected), _skipped(layout))
-        job.layout, test_outcome, (own_ok, hidden_ok_compile, variants_ok) = _settle_harness(
-            job, test, own=bool(own_expected), hidden=layout.hidden_in_lib, profile=profile)
+        test_outcome, (own_ok, hidden_ok_compile, variants_ok), _ = _settle_harness(
+            job, test, own=bool(own_expected), hidden=layout.hidden_in_lib,
+            recompile=lambda phase: job.run(phase, _harness_step(job, profile, binary).argv, limits=limits))
         outcome = outcome.merged(test_outcome)
     layout = job.layout
     integration_ok = all(
@@ -473,40 +472,62 @@ def _verify_direct(job: _Job, code: str, facts, first: sandbox.RunResult | None 
     return _report(job, facts, True, outcome, ran.own, ran.hidden, ran.checks)
 
 
-def _settle_harness(job: _Job, test: sandbox.RunResult, *, own: bool, hidden: bool,
-                    profile: list[str]) -> tuple[CrateLayout, CompileOutcome, tuple[bool, bool, bool]]:
-    """After a failed harness compile, drop what does not compile and compile again (at most 3 times): variants
-    the own tests do not compile against, hidden tests that do not compile against the code, the model's own
-    test code when it is what fails. Returns the layout, the compiler messages to report and whether the own
-    tests, the hidden tests and the variants are in the binary."""
-    layout = job.layout
-    variants = bool(layout.variant_files)
-    outcome = parse_compiler(test.stderr, clippy_pass=False)
-    ok = test.returncode == 0 and not test.timed_out
+def _settle_harness(job: _Job, first: sandbox.RunResult, *, own: bool, hidden: bool,
+                    recompile: Callable[[str], sandbox.RunResult], cargo: bool = False
+                    ) -> tuple[CompileOutcome, tuple[bool, bool, bool], list[sandbox.RunResult]]:
+    """After a failed harness compile, drop what does not compile and compile again (``recompile(phase)``, at most
+    3 times): variants the own tests do not compile against, hidden tests that do not compile against the code,
+    the model's own test code when it is what fails. Returns the compiler messages to report (those of the
+    compile that failed on the model's test code, else of the last one; never a variant's), whether the own
+    tests, the hidden tests and the variants are in the binary, and every compile's result."""
+    text = (lambda r: r.stdout) if cargo else (lambda r: r.stderr)  # noqa: E731
+    variants = bool(job.layout.variant_files)
+    result, results = first, [first]
+    outcome = shown = _outcome(text(result), job.layout)
+    ok = result.returncode == 0 and not result.timed_out
     for _ in range(3):
         if ok:
             break
-        errors = set(outcome.error_files)
+        errors = set(_outcome(text(result), job.layout, keep_variants=True).error_files)
         before = (own, hidden, variants)
-        if variants and errors & set(layout.variant_files):
+        if variants and errors & set(job.layout.variant_files):
             variants = False
-        if hidden and layout.hidden_file in errors:
+        if hidden and job.layout.hidden_file in errors:
             hidden = False
         if own and ("src/lib.rs" in errors or before == (own, hidden, variants)):
             own = variants = False
+            shown = outcome
         if (own, hidden, variants) == before or not (own or hidden):
             break
-        layout = rewrite_lib(layout, own_tests=own, with_hidden=hidden, with_variants=variants)
-        job.layout = layout
-        again = job.run("test_compile", _harness_step(job, profile, f"target/{layout.lib_name}-test").argv,
-                        limits=job.config.compile_limits)
-        outcome = parse_compiler(again.stderr, clippy_pass=False)
-        ok = again.returncode == 0 and not again.timed_out
+        job.layout = rewrite_lib(job.layout, own_tests=own, with_hidden=hidden, with_variants=variants)
+        result = recompile("test_compile" if own else "hidden_compile")
+        results.append(result)
+        outcome = _outcome(text(result), job.layout)
+        ok = result.returncode == 0 and not result.timed_out
     if not ok:
         own = hidden = variants = False
-    if set(outcome.error_files) & set(job.layout.variant_files):
-        outcome = CompileOutcome()  # the reference's code is not shown to the model
-    return layout, outcome, (own, hidden, variants)
+    return (shown if shown is not outcome and not own else outcome), (own, hidden, variants), results
+
+
+def _outcome(stderr: str, layout: CrateLayout, keep_variants: bool = False) -> CompileOutcome:
+    """The harness compile's messages; those located in a variant's file are dropped (they quote the reference,
+    which the model never sees) unless ``keep_variants``."""
+    files = set() if keep_variants else set(layout.variant_files)
+    lines = [line for line in stderr.splitlines() if not files or _primary_file(line) not in files]
+    return parse_compiler("\n".join(lines), clippy_pass=False)
+
+
+def _primary_file(line: str) -> str | None:
+    """The file of a JSON message's primary span (rustc's, or cargo's wrapped ``compiler-message``)."""
+    if not line.startswith("{"):
+        return None
+    try:
+        msg = json.loads(line)
+        msg = msg.get("message") if msg.get("reason") == "compiler-message" else msg
+        spans = msg.get("spans") or []
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return next((sp.get("file_name") for sp in spans if isinstance(sp, dict) and sp.get("is_primary")), None)
 
 
 def _integration_compile_steps(job: _Job, profile: list[str]) -> list[sandbox.Step]:
@@ -575,34 +596,13 @@ def _verify_cargo(job: _Job, code: str, facts) -> Report:
     binaries: dict[str, str] = {}
     if own_expected or layout.hidden_in_lib:
         no_run = ["test", "--lib", "--no-run", *release]
-        own, hidden, variants = bool(own_expected), layout.hidden_in_lib, bool(layout.variant_files)
         compile_ = _cargo(job, "test_compile", no_run, limits=limits)
-        test_outcome = parse_compiler(compile_.stdout, clippy_pass=False)
-        ok = compile_.returncode == 0 and not compile_.timed_out
-        binaries.update(_executables(compile_.stdout))
-        for _ in range(3):  # as ``_settle_harness``
-            if ok:
-                break
-            errors = set(test_outcome.error_files)
-            before = (own, hidden, variants)
-            if variants and errors & set(layout.variant_files):
-                variants = False
-            if hidden and layout.hidden_file in errors:
-                hidden = False
-            if own and ("src/lib.rs" in errors or before == (own, hidden, variants)):
-                own = variants = False
-            if (own, hidden, variants) == before or not (own or hidden):
-                break
-            layout = job.layout = rewrite_lib(layout, own_tests=own, with_hidden=hidden, with_variants=variants)
-            again = _cargo(job, "hidden_compile" if not own else "test_compile", no_run, limits=limits)
-            test_outcome = parse_compiler(again.stdout, clippy_pass=False)
-            ok = again.returncode == 0 and not again.timed_out
-            binaries.update(_executables(again.stdout))
-        if not ok:
-            own = hidden = variants = False
-        if set(test_outcome.error_files) & set(layout.variant_files):
-            test_outcome = CompileOutcome()
-        own_ok, hidden_ok, variants_ok = own, hidden, variants
+        test_outcome, (own_ok, hidden_ok, variants_ok), results = _settle_harness(
+            job, compile_, own=bool(own_expected), hidden=layout.hidden_in_lib, cargo=True,
+            recompile=lambda phase: _cargo(job, phase, no_run, limits=limits))
+        for result in results:
+            binaries.update(_executables(result.stdout))
+        layout = job.layout
         outcome = outcome.merged(test_outcome)
     hidden_binaries = [binaries.get("lib", "")]
     if layout.integration_tests:

@@ -114,9 +114,9 @@ def test_hidden_tests_never_reach_the_message(verifier, shape) -> None:
 def test_no_code_internal_errors_and_forbidden() -> None:
     assert feedback_message(Report(has_code=False)) == NO_CODE_MESSAGE
     assert feedback_message(Report(has_code=True, internal_error="SandboxError: boom")) is None
-    forged = Report(has_code=True, build_ok=True, clippy_ok=True, forged=("libtest summary disagrees",),
-                    own_tests=feedback.TestCounts(passed=1, expected=1, summary_seen=True))
-    assert not forged.tests_ok and feedback_message(forged) is None  # forgery is seen in the hidden run only
+    mismatched = Report(has_code=True, build_ok=True, clippy_ok=True, mismatched=("add: expected fn(i32) -> i32",),
+                        own_tests=feedback.TestCounts(passed=1, expected=1, summary_seen=True))
+    assert not mismatched.tests_ok and feedback_message(mismatched) is None  # the task's signature is not shown
 
 
 def test_cap_keeps_the_message_within_max_tokens(verifier) -> None:

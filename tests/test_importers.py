@@ -102,7 +102,7 @@ def test_multipl_e_benchmark_maps_to_main_tasks_without_reference():
     assert "/// Check if in given vector of numbers" in first.prompt
     with_use = next(t for t in tasks if "use std::collections::HashMap;" in t.prompt)
     assert "keep any `use` lines" in with_use.prompt
-    assert first.hidden_tests() == HiddenTests(text=first.reference_tests, shape="main")
+    assert first.hidden_tests() == HiddenTests(text=first.reference_tests, shape="main", prompt=first.prompt)
 
 
 # ----------------------------------------------------------------------------- formats
@@ -153,7 +153,8 @@ def test_oxen_parquet_with_module_tests(tmp_path):
     assert first.reference_code == "pub fn add(a: i32, b: i32) -> i32 { a + b }\n"
     assert first.reference_tests == MOD_TESTS.strip()
     assert first.test_shape == "unit"
-    assert first.hidden_tests() == HiddenTests(text=MOD_TESTS.strip(), shape="unit")
+    assert first.hidden_tests() == HiddenTests(text=MOD_TESTS.strip(), shape="unit",
+                                               reference=first.reference_code, prompt=first.prompt)
     assert (second.test_shape, second.reference_tests, second.hidden_tests()) == ("none", "", None)
     assert first.source == "cargo_test_passed_eval.parquet"
 

@@ -46,7 +46,7 @@ def reports():
 
 
 def test_corpus_covers_every_class():
-    assert set(EXPECT.values()) == {"attack", "honest", "off_task"}
+    assert set(EXPECT.values()) == {"attack", "honest", "off_task", "partly_wrong"}
     assert {"abort_after_fake_report", "panic_hook_report", "macro_built_exit", "own_tests_forged",
             "always_equal_type", "ctor_nested_cfg_attr", "huge_count_line", "tests_that_cannot_fail",
             "tailored_tests", "other_task", "read_own_binary", "include_host_file"} <= set(CASES)
@@ -66,6 +66,18 @@ def test_attacks_earn_no_test_reward(reports, mode, shape, name):
         assert r.own_checks.discriminating == 0
     else:
         assert r.mismatched
+
+
+@pytest.mark.parametrize("mode", ["direct", "batch"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_partly_wrong_solution_earns_nothing_for_its_tests(reports, mode, shape):
+    r = reports[(mode, shape, "partly_wrong_tested_where_right")]
+    rewards = rewards_from_report(r)
+    assert r.tests_ok and r.own_checks.valid == 1 and r.own_checks.discriminating == 1  # good tests...
+    assert r.hidden_tests.passed < r.hidden_tests.expected  # ...of a solution the hidden tests catch
+    assert r.hidden_tests.passed > 0 or shape == "main"  # (a MultiPL-E main is one test: all or nothing)
+    assert (rewards["test_reward"], rewards["assertion_reward"]) == (0.0, 0.0)
+    assert rewards["hidden_test_reward"] == pytest.approx(2.0 * r.hidden_fraction)
 
 
 @pytest.mark.parametrize("mode", ["direct", "batch"])

@@ -98,8 +98,8 @@ def test_same_verdicts_as_local_in_input_order_each_completion_once(cluster):
     try:
         doubled = remote.verify_many(texts + texts[:5], hidden + hidden[:5])
         assert [report_verdict(r) for r in doubled[: len(texts)]] == [report_verdict(r) for r in local]
-        assert [(r.hidden_tests, r.forged) for r in doubled[: len(texts)]] == [(r.hidden_tests, r.forged)
-                                                                              for r in local]
+        assert [(r.hidden_tests, r.hack_reasons) for r in doubled[: len(texts)]] == [
+            (r.hidden_tests, r.hack_reasons) for r in local]
         assert doubled[len(texts):] == doubled[:5]
         assert not any(r.internal_error for r in doubled)
         assert remote.stats["verified"] == len(texts) and remote.stats["batches"] >= 2

@@ -356,4 +356,4 @@ def test_hidden_tests_that_do_not_compile_leave_own_tests_alone(verifier, cargo_
         assert with_hidden.tests_ok and with_hidden.own_tests.passed == 2, v.config.mode
         assert not with_hidden.hidden_ok and with_hidden.hidden_tests.passed == 0
         scores = [rewards.rewards_from_report(r)["test_reward"] for r in (with_hidden, alone)]
-        assert scores == [2.0, 2.0]
+        assert scores == [0.0, 2.0]  # its own tests ran and passed, but the hidden tests say it is not the answer
