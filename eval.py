@@ -19,7 +19,7 @@ with app.setup:
     from rust_rewards.forms import check_form, param_controls, param_panel
     from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
     from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, round_metrics, summarize
-    from rust_rewards.params import fill_params, param
+    from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
     from rust_rewards.paths import require_file, resolve_files
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
@@ -81,6 +81,7 @@ class EvalParams:
 @app.function
 def params_from_mapping(values: Mapping[str, Any]) -> EvalParams:
     """Fill ``EvalParams`` from CLI args or form values; unknown names and bad values raise, naming the flag."""
+    exit_with_usage_if_asked(EvalParams, values, "eval.py")
     return fill_params(EvalParams, values)
 
 

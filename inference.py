@@ -27,7 +27,7 @@ with app.setup:
         vllm_available,
     )
     from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
-    from rust_rewards.params import fill_params, param
+    from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
     from rust_rewards.paths import repo_path, require_file, resolve_files
     from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
@@ -126,6 +126,7 @@ class InferenceParams:
 @app.function
 def params_from_mapping(values: Mapping[str, Any]) -> InferenceParams:
     """Fill ``InferenceParams`` from CLI args or form values; unknown names and bad values raise, naming the flag."""
+    exit_with_usage_if_asked(InferenceParams, values, "inference.py")
     return fill_params(InferenceParams, values)
 
 

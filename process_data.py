@@ -24,7 +24,7 @@ with app.setup:
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
     from rust_rewards.forms import check_form, param_controls, param_panel
     from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
-    from rust_rewards.params import fill_params, param
+    from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
     from rust_rewards.paths import require_file, resolve_files
     from rust_rewards.progress import marimo_progress
     from rust_rewards.prompts import chat_messages
@@ -105,6 +105,7 @@ class Params:
     @classmethod
     def from_cli(cls, args: Mapping[str, Any]) -> "Params":
         """Parameters from ``mo.cli_args()`` (``--eval-fraction 0.2``, ``--no-verify``) or form values."""
+        exit_with_usage_if_asked(cls, args, "process_data.py")
         values = {str(key).replace("-", "_"): value for key, value in args.items()}
         if values.pop("no_verify", None) is not None:
             values["verify"] = False

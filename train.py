@@ -24,7 +24,7 @@ with app.setup:
     from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
     from rust_rewards.forms import control, param_controls, param_panel, problem_field
     from rust_rewards.importers import load_tasks
-    from rust_rewards.params import coerce_value, fill_params, flag_name, info_of, param
+    from rust_rewards.params import coerce_value, exit_with_usage_if_asked, fill_params, flag_name, info_of, param
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
     from rust_rewards.report import Report
     from rust_rewards.rewards import DEFAULT_WEIGHTS, REWARD_FUNCS
@@ -276,6 +276,7 @@ def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
     Unknown names and values of the wrong type, outside their choices or bounds raise ``ValueError`` naming the
     flag.
     """
+    exit_with_usage_if_asked(TrainParams, values, "train.py")
     values = {str(k).replace("-", "_"): v for k, v in values.items()}
     base = preset_params(str(values.pop("preset", "tiny")))
     if "resume" in values:

@@ -63,6 +63,14 @@ class VizParams:
     @classmethod
     def from_args(cls, args: dict[str, str]) -> "VizParams":
         known = {"run": "run_dir", "eval": "eval_dir", "smoothing": "smoothing", "refresh": "refresh"}
+        if any(str(key).lstrip("-") in ("help", "h") for key in args):
+            print("usage: python viz.py [--run DIR] [--eval DIR] [--smoothing S] [--refresh T]\n\n"
+                  "  --run DIR  a train.py output folder (metrics.jsonl, completions/)\n"
+                  "  --eval DIR  an eval.py output folder (summary.json, results.parquet)\n"
+                  f"  --smoothing S  exponential smoothing of the curves, in [0, 1) [default: {cls.smoothing}]\n"
+                  f"  --refresh T  how often a live run is re-read, e.g. 10s, 1m, off [default: {cls.refresh}]",
+                  flush=True)
+            raise SystemExit(0)
         unknown = sorted(set(args) - set(known))
         if unknown:
             raise ValueError(f"unknown argument(s) {', '.join('--' + u for u in unknown)}; "

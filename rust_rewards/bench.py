@@ -43,11 +43,13 @@ Verdict = tuple
 
 
 def load_corpus(folder: Path) -> list[tuple[str, str]]:
-    """(name, completion text) for every file in ``folder``, sorted by name."""
+    """(name, completion text) for every file in ``folder``, sorted by name; a ``.rs`` file is Rust source (as
+    ``check`` reads it), given to every scorer as a completion holding that one block."""
     files = sorted(p for p in folder.iterdir() if p.is_file())
     if not files:
         raise SystemExit(f"no completion files in {folder}")
-    return [(p.name, p.read_text(encoding="utf-8")) for p in files]
+    texts = [p.read_text(encoding="utf-8") for p in files]
+    return [(p.name, f"```rust\n{t}\n```" if p.suffix == ".rs" else t) for p, t in zip(files, texts, strict=True)]
 
 
 def grpo_batch(corpus: list[tuple[str, str]], prompts: int = 4, group: int = 8) -> list[tuple[str, str]]:

@@ -128,6 +128,31 @@ def undo_cli_splits(values: Mapping[str, Any]) -> dict[str, Any]:
     return fixed
 
 
+def usage(cls: type) -> str:
+    """Every parameter of ``cls`` as the command line takes it, by group, with its help, default and choices."""
+    hints = typing.get_type_hints(cls)
+    lines: list[str] = []
+    group = None
+    for f in dataclasses.fields(cls):
+        info = f.metadata.get("param", ParamInfo(help=""))
+        if info.group != group:
+            group = info.group
+            lines.append(f"\n{group or 'Options'}:")
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        kind = getattr(hints[f.name], "__name__", str(hints[f.name]))
+        extra = f" (one of: {', '.join(map(str, info.choices))})" if info.choices else ""
+        lines.append(f"  {flag_name(f.name)} {kind.upper()}  {info.help}{extra} [default: {default!r}]")
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def exit_with_usage_if_asked(cls: type, values: Mapping[str, Any], prog: str) -> None:
+    """``--help`` (or ``-h``) among ``values``: print ``usage(cls)`` and exit 0."""
+    if any(str(key).lstrip("-") in ("help", "h") for key in values):
+        print(f"usage: python {prog} [--flag value ...]\n\n{usage(cls)}", flush=True)
+        raise SystemExit(0)
+
+
 def fill_params(cls: type[P], values: Mapping[str, Any], base: P | None = None) -> P:
     """``cls`` from CLI args or form values (names with - or _), over ``base`` (default: the defaults).
 

@@ -357,3 +357,14 @@ def test_hidden_tests_that_do_not_compile_leave_own_tests_alone(verifier, cargo_
         assert not with_hidden.hidden_ok and with_hidden.hidden_tests.passed == 0
         scores = [rewards.rewards_from_report(r)["test_reward"] for r in (with_hidden, alone)]
         assert scores == [0.0, 2.0]  # its own tests ran and passed, but the hidden tests say it is not the answer
+
+
+def test_bench_corpus_reads_rust_files_as_source(tmp_path):
+    from rust_rewards.bench import load_corpus
+    from rust_rewards.extract import extract_rust
+
+    (tmp_path / "a.rs").write_text("pub fn one() -> i32 {\n    1\n}\n")
+    (tmp_path / "b.md").write_text("prose\n```rust\npub fn two() -> i32 { 2 }\n```\n")
+    corpus = dict(load_corpus(tmp_path))
+    assert extract_rust(corpus["a.rs"]).strip() == "pub fn one() -> i32 {\n    1\n}"
+    assert extract_rust(corpus["b.md"]).strip() == "pub fn two() -> i32 { 2 }"

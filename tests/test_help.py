@@ -1,0 +1,37 @@
+"""``python NOTEBOOK.py --help`` prints every parameter with its help and exits 0, for all five notebooks."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rust_rewards.params import flag_name
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _flags(notebook: str) -> list[str]:
+    if notebook == "viz.py":
+        return ["--run", "--eval", "--smoothing", "--refresh"]
+    module = {"train.py": ("train", "TrainParams"), "eval.py": ("eval", "EvalParams"),
+              "inference.py": ("inference", "InferenceParams"), "process_data.py": ("process_data", "Params")}
+    name, cls = module[notebook]
+    sys.path.insert(0, str(ROOT))
+    try:
+        params = getattr(__import__(name), cls)
+    finally:
+        sys.path.remove(str(ROOT))
+    return [flag_name(f.name) for f in dataclasses.fields(params)]
+
+
+@pytest.mark.parametrize("notebook", ["train.py", "eval.py", "inference.py", "process_data.py", "viz.py"])
+def test_help_lists_every_parameter_and_exits_0(notebook):
+    out = subprocess.run([sys.executable, notebook, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith(f"usage: python {notebook}")
+    missing = [flag for flag in _flags(notebook) if f"{flag} " not in out.stdout]
+    assert missing == []
