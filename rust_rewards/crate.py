@@ -41,6 +41,32 @@ HIDDEN = f"{HIDDEN_PREFIX}_hidden"
 VARIANT = f"{HIDDEN_PREFIX}_variant"
 """Prefix of a variant module's name."""
 
+SHIELD_MACROS = ("assert", "assert_eq", "assert_ne", "debug_assert", "debug_assert_eq", "debug_assert_ne", "panic",
+                 "vec", "format", "matches", "unreachable", "todo", "unimplemented", "write", "writeln", "print",
+                 "println", "eprint", "eprintln", "dbg")
+
+
+def shield(edition: str) -> str:
+    """One line of imports put at the top of every module of the hidden tests: std's macros by explicit import
+    (which wins over the completion's ``#[macro_export]`` ones reaching the tests through ``use super::*`` or
+    ``use solution::*``) and the edition's prelude as a glob (a completion item with a prelude name, say its own
+    ``String`` or ``Option``, is then ambiguous for the tests, a compile error, instead of silently theirs)."""
+    return (f"#[allow(unused_imports)] use ::std::{{{', '.join(SHIELD_MACROS)}}}; "
+            f"#[allow(unused_imports)] use ::std::prelude::rust_{edition}::*; ")
+
+
+def shielded(text: str, edition: str) -> str:
+    """Hidden test source with ``shield`` after the ``{`` of every inline module (same line: line numbers stay)
+    and at its end (for the file's own top level)."""
+    tokens = tokenize(text)
+    inserts = [tokens[i + 2].end for i in range(len(tokens) - 2)
+               if tokens[i].text == "mod" and tokens[i + 1].kind == "ident" and tokens[i + 2].text == "{"]
+    line = shield(edition)
+    for offset in sorted(inserts, reverse=True):
+        text = text[:offset] + line + text[offset:]
+    return text.rstrip() + "\n" + line + "\n"
+
+
 _MAIN_WRAPPER = """
 #[test]
 fn hidden_main() {
@@ -56,7 +82,9 @@ FORBID = "#![forbid(unsafe_code)] "
 """Put in front of the model's code (and of the variants' files, which hold copies of its tests), on its first
 line: no ``unsafe``, ``#[no_mangle]``, ``#[export_name]``, ``#[link_section]`` in the model's code, whatever
 ``cfg_attr`` nesting spells them (the compiler decides; an ``allow`` of it is an error), so safe code cannot read
-memory and no code runs before ``main``. Hidden tests, which are ours, are not restricted."""
+memory and no code runs before ``main``. Hidden tests, which are ours, are not restricted; nor is a task whose
+reference needs ``unsafe`` itself (``HiddenTests.allows_unsafe``, e.g. Exercism's doubly linked list), where the
+static rules flag what the compiler would have refused."""
 _SEAL_TEXT = re.compile(r"let __rr_seal = \{ struct __RrSeal; .*?\} __RrSeal \};")
 
 
@@ -180,7 +208,8 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
     copy of its own tests (``with_variants``). File paths are relative to ``src/``."""
     hidden_module = hidden_module or f"{HIDDEN}_{secrets.token_hex(8)}"
     sealed, own = seal_tests(code) if own_tests else (strip_test_code(code), ())
-    root = FORBID + sealed.rstrip() + "\n"
+    forbid = "" if hidden is not None and hidden.allows_unsafe else FORBID
+    root = forbid + sealed.rstrip() + "\n"
     files: dict[str, str] = {}
     hidden_tests: tuple[SealedTest, ...] = ()
     if hidden is not None and hidden.shape in ("unit", "main") and with_hidden:
@@ -194,7 +223,7 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
         module = f"{VARIANT}_{secrets.token_hex(8)}"
         text, copies = seal_tests(tests)
         # the reference's own warnings are not the model's (and its code is never shown to the model)
-        files[f"{module}.rs"] = (FORBID + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n"
+        files[f"{module}.rs"] = (forbid + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n"
                                  + text + "\n")
         made.append(Variant(module, kind, other, tuple(t.under(module) for t in copies)))
         root += _hook(module)
@@ -211,7 +240,7 @@ def hidden_module_source(hidden: HiddenTests) -> tuple[str, tuple[SealedTest, ..
     sealed, tests = seal_tests(text)
     if hidden.shape == "main":
         tests = tuple(t for t in tests if t.name == "hidden_main")
-    return "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + sealed, tests
+    return "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + shielded(sealed, hidden.edition), tests
 
 
 @dataclass(frozen=True)
@@ -312,6 +341,7 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None,
             path.parent.mkdir(parents=True, exist_ok=True)
             if _is_test_file(rel):
                 text, tests = seal_tests(text)
+                text = shielded(text, edition)
                 integration.append(rel)
                 seals.append(tests)
             path.write_text(text)

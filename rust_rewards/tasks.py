@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from rust_rewards.source import tokenize
 
 TEST_SHAPES = ("unit", "integration", "main", "none")
 """How a task's reference tests are shaped.
@@ -44,6 +47,11 @@ class HiddenTests:
     def __post_init__(self) -> None:
         if self.shape not in TEST_SHAPES or self.shape == "none":
             raise ValueError(f"hidden test shape must be one of unit/integration/main, got {self.shape!r}")
+
+    @property
+    def allows_unsafe(self) -> bool:
+        """The reference solution uses ``unsafe`` itself: completions of this task may too (else they may not)."""
+        return _uses_unsafe(self.reference)
 
 
 @dataclass(frozen=True)
@@ -117,3 +125,8 @@ def hidden_tests_from_row(row: dict[str, Any]) -> HiddenTests | None:
         reference=str(row.get("reference_code") or ""),
         prompt=str(row.get("task_prompt") or (row["prompt"] if isinstance(row.get("prompt"), str) else "")),
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _uses_unsafe(code: str) -> bool:
+    return any(t.kind == "ident" and t.text == "unsafe" for t in tokenize(code))

@@ -52,7 +52,7 @@ from rust_rewards.crate import (
 )
 from rust_rewards.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.mutants import mutants
-from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
+from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, SourceFacts, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
 from rust_rewards.signatures import check_items
 from rust_rewards.source import analyse
@@ -157,7 +157,7 @@ def verify_code(
     ``first``: the direct path's first pass (clippy), already run on exactly this code as ``src/lib.rs`` (batch
     mode runs it for many completions in one sandbox call): it is not run again."""
     config = config or VerifierConfig()
-    facts = analyse(code)
+    facts = task_facts(code, hidden)
     key = code_hash(code, hidden, config)
     if not code.strip():
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
@@ -182,6 +182,14 @@ def verify_code(
         return task_checked(replace(verdict, code_hash=key, isolation=iso.layers), code, hidden)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
+    """``source.analyse(code)``, where ``unsafe`` is no hack reason for a task whose reference uses it."""
+    facts = analyse(code)
+    if hidden is not None and "unsafe code" in facts.forbidden and hidden.allows_unsafe:
+        return replace(facts, forbidden=tuple(r for r in facts.forbidden if r != "unsafe code"))
+    return facts
 
 
 def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Report:
