@@ -405,3 +405,18 @@ def check_items(code: str, spec: str) -> ItemCheck:
     bad += [f"defines its own type {name}, shadowing the standard one" for name, tys in types.items()
             if name in used and name not in defined and any(ty.kind != "type" for ty in tys)]
     return ItemCheck(tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(bad)))
+
+
+def forged_comparisons(code: str) -> tuple[str, ...]:
+    """What is checked when a task gives no reference and no prompt signatures: a type of the completion's own that
+    it makes comparable with another type by hand (``impl PartialEq<i32> for Wat``), the shape of an answer whose
+    ``==`` always says yes. Never raises."""
+    try:
+        _fns, type_list, impls, _values = _scan(code)
+    except Exception:
+        return ()
+    own = {ty.name for ty in type_list}
+    return tuple(dict.fromkeys(
+        f"implements {im.trait}<{im.shown}> for its own type {im.base}" for im in impls
+        if im.trait in ("PartialEq", "PartialOrd") and im.base in own
+        and re.sub(r"&|mut\b|\s", "", im.args) not in ("", "Self", im.base)))

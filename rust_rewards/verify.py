@@ -54,7 +54,7 @@ from rust_rewards.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.mutants import mutants
 from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, SourceFacts, TestCounts
 from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
-from rust_rewards.signatures import check_items
+from rust_rewards.signatures import check_items, forged_comparisons
 from rust_rewards.source import analyse
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.toolchain import Toolchain, find_toolchain, shared_toolchain
@@ -194,10 +194,13 @@ def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
 
 def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Report:
     """``report`` with the task's required public items checked (``signatures.check_items``) against the
-    reference, or else the prompt's signatures: missing items make it ``off_task``, differing ones ``mismatched``."""
-    spec = hidden.reference or hidden.prompt if hidden is not None else ""
-    if not spec.strip() or not report.has_code:
+    reference, or else the prompt's signatures: missing items make it ``off_task``, differing ones ``mismatched``.
+    With neither, only hand-made comparisons of its own types with other types (``forged_comparisons``)."""
+    if not report.has_code:
         return report
+    spec = hidden.reference or hidden.prompt if hidden is not None else ""
+    if not spec.strip():
+        return replace(report, mismatched=forged_comparisons(code))
     found = check_items(code, spec)
     return replace(report, off_task=found.missing, mismatched=found.mismatched)
 
