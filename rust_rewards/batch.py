@@ -61,6 +61,7 @@ from rust_rewards.verify import (
     task_checked,
     task_variants,
     verify_code,
+    wants_variants,
 )
 
 MAX_ROUNDS = 3
@@ -245,7 +246,7 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
             fallback[index] = reason
             continue
         hidden_module = f"{HIDDEN_PREFIX}_hidden_{secrets.token_hex(8)}"
-        variants = task_variants(code, hidden, config, slot) if facts.test_fns else ()
+        variants = task_variants(code, hidden, config, slot) if wants_variants(code, hidden, facts) else ()
         tree = module_tree(code, hidden, variants, hidden_module=hidden_module)
         member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, variants, tree,
                          tuple(t.name for t in tree.hidden))

@@ -81,6 +81,8 @@ def reduce_params(full: P, model_dir: str | os.PathLike[str],
                  f"this CPU has no native bf16 ({' or '.join(BF16_FLAGS)} missing): emulated bf16 on CPU takes "
                  "minutes per backward pass, so the dry run computes in fp32 (a reduced setting)"),
         "use_vllm": (False, "vLLM needs a GPU: its settings are validated by the full GRPOConfig only"),
+        "load_in_4bit": (False, "bitsandbytes 4-bit kernels need a CUDA GPU: the CPU leg trains the reduced model "
+                                "unquantized"),
         "verifier": ("local", "the dry run verifies on this machine"),
         "wandb": (False, "a dry run is not logged as a run"),
         "oxen_repo": ("", "a dry run is not uploaded"),
@@ -187,6 +189,7 @@ def run_shape(p: Any, prompt_tokens: int = PLAN_PROMPT_TOKENS) -> RunShape:
         gradient_checkpointing=p.gradient_checkpointing,
         vllm_util=p.vllm_gpu_memory_utilization if colocate else None,
         sleep_mode=colocate,
+        load_in_4bit=bool(p.load_in_4bit),
     )
 
 
@@ -195,6 +198,8 @@ def plan_text(p: Any, prompt_tokens: int = PLAN_PROMPT_TOKENS) -> str:
     notes = [f"assumed: prompts of {prompt_tokens} tokens (the run sets no prompt limit)"]
     if p.use_vllm and p.vllm_mode == "server":
         notes.append("vLLM server mode: generation runs on the server's own GPU; the table is the training GPU only")
+    if p.load_in_4bit:
+        notes.append("--load-in-4bit: NF4 base weights (QLoRA), generation without vLLM; untested on hardware here")
     if p.lora_target_modules != "all-linear":
         notes.append(f"LoRA counted on all of {', '.join(LORA_TARGETS)} (all-linear): an over-estimate")
     return format_plan(ModelShape.from_config(shape_config(p.model)), run_shape(p, prompt_tokens)) + "\n" + "\n".join(

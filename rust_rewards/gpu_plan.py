@@ -20,6 +20,11 @@ MFU = 0.35
 """Share of peak bf16 FLOPs a LoRA training step reaches (assumed)."""
 DECODE_EFFICIENCY = 0.5
 """Share of memory bandwidth a decode step reaches in vLLM (assumed)."""
+NF4_BLOCK, NF4_BLOCK2 = 64, 256
+"""bitsandbytes NF4: one absmax per 64 weights; with double quantization each absmax is 8-bit and every 256 of them
+share one fp32 constant."""
+NF4_BITS = 4 + 8 / NF4_BLOCK + 32 / (NF4_BLOCK * NF4_BLOCK2)
+"""Bits per quantized weight with double quantization: 4 + 8/64 + 32/(64 x 256) = 4.127 (without it: 4.5)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,11 @@ class ModelShape:
         return {"q_proj": (h, h), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (h, h),
                 "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
 
+    def linear_params(self) -> int:
+        """Weights of the decoder layers' linear layers: what bitsandbytes quantizes (embeddings, the LM head, norms
+        and biases stay unquantized)."""
+        return self.layers * sum(a * b for a, b in self.linears().values())
+
     def params(self) -> int:
         per_layer = sum(a * b for a, b in self.linears().values())
         biases = self.hidden + 2 * self.kv_heads * self.head_dim
@@ -104,6 +114,10 @@ class RunShape:
     """Verifier CPU seconds per completion (``python -m rust_rewards bench``: 24 distinct completions in 3.5 s on
     2 cores, about 0.29 core-seconds each)."""
     cpu_cores: int = 16
+    load_in_4bit: bool = False
+    """QLoRA: base weights in bitsandbytes NF4 (double quantization), prepared by PEFT's
+    ``prepare_model_for_kbit_training`` (the unquantized rest upcast to fp32) and the adapter cast to bf16 by TRL.
+    vLLM colocate cannot take a 4-bit policy: ``vllm_util`` must be None."""
 
 
 @dataclass(frozen=True)
@@ -118,11 +132,27 @@ def memory_rows(m: ModelShape, run: RunShape) -> tuple[list[Row], list[Row]]:
     p, lora = m.params(), m.lora_params(run.lora_r)
     tokens = run.micro_batch * (run.prompt_tokens + run.completion_tokens)
     layer_peak = tokens * (10 * m.hidden + 4 * m.intermediate) * 2
-    train = [
-        Row("base weights (bf16)", p * 2 / GIB, f"params {p:,} x 2 B"),
-        Row("LoRA weights + grads + optimizer", lora * (4 + 4 + run.optimizer_bytes) / GIB,
-            f"LoRA params {lora:,} x (4 B fp32 weight + 4 B grad + {run.optimizer_bytes} B optimizer)"),
-    ]
+    if run.load_in_4bit and run.vllm_util is not None:
+        raise ValueError("vLLM colocate cannot take a bitsandbytes 4-bit policy: plan a 4-bit run without vLLM "
+                         "(vllm_util=None)")
+    if run.load_in_4bit:
+        q = m.linear_params()
+        # TRL casts a quantized model's adapter to bf16: weight, gradient and AdamW's m and v follow its dtype
+        state = run.optimizer_bytes // 2 if run.optimizer_bytes == 8 else run.optimizer_bytes
+        train = [
+            Row("base weights (NF4 4-bit, double quant; rest fp32)", (q * NF4_BITS / 8 + (p - q) * 4) / GIB,
+                f"linear params {q:,} x (4 + 8/{NF4_BLOCK} + 32/({NF4_BLOCK} x {NF4_BLOCK2})) bits / 8 + other "
+                f"params {p - q:,} (embeddings{'' if m.tied else ', LM head'}, norms, biases) x 4 B fp32 "
+                "(prepare_model_for_kbit_training upcasts them)"),
+            Row("LoRA weights + grads + optimizer", lora * (2 + 2 + state) / GIB,
+                f"LoRA params {lora:,} x (2 B bf16 weight + 2 B grad + {state} B optimizer, bf16 like the adapter)"),
+        ]
+    else:
+        train = [
+            Row("base weights (bf16)", p * 2 / GIB, f"params {p:,} x 2 B"),
+            Row("LoRA weights + grads + optimizer", lora * (4 + 4 + run.optimizer_bytes) / GIB,
+                f"LoRA params {lora:,} x (4 B fp32 weight + 4 B grad + {run.optimizer_bytes} B optimizer)"),
+        ]
     if run.gradient_checkpointing:
         train.append(Row("checkpointed activations", m.layers * tokens * m.hidden * 2 / GIB,
                          f"layers {m.layers} x tokens {tokens:,} x hidden {m.hidden} x 2 B"))
@@ -239,7 +269,8 @@ def format_plan(m: ModelShape, run: RunShape, cards: tuple[Card, ...] = CARDS) -
         f"LoRA r {run.lora_r} on {', '.join(LORA_TARGETS)}: {m.lora_params(run.lora_r):,} trainable",
         f"run: micro-batch {run.micro_batch} completions, {run.completions_per_step} completions per step, "
         f"prompt {run.prompt_tokens} + completion {run.completion_tokens} tokens, gradient checkpointing "
-        f"{'on' if run.gradient_checkpointing else 'off'}, vLLM "
+        f"{'on' if run.gradient_checkpointing else 'off'}, base weights "
+        f"{'NF4 4-bit (--load-in-4bit)' if run.load_in_4bit else 'bf16'}, vLLM "
         + ("off" if run.vllm_util is None else f"colocate at {run.vllm_util:.0%}"
            + (" with sleep mode" if run.sleep_mode else "")),
         "",
@@ -263,4 +294,8 @@ def format_plan(m: ModelShape, run: RunShape, cards: tuple[Card, ...] = CARDS) -
     lines += ["", f"Time is a lower bound from peak rates: {MFU:.0%} of peak bf16 FLOPs for training, "
               f"{DECODE_EFFICIENCY:.0%} of memory bandwidth for decoding (no scheduling, sampling or weight-sync "
               f"cost), {run.verify_seconds} CPU seconds per completion for rewards on {run.cpu_cores} cores."]
+    if run.load_in_4bit:
+        lines.append("4-bit: the time rows are the bf16 bounds; generation runs in transformers' generate (no vLLM) "
+                     "and bitsandbytes dequantizes every linear layer on each forward pass, so expect generation and "
+                     "training slower than these bounds (not measured).")
     return "\n".join(lines)

@@ -168,7 +168,7 @@ def verify_code(
     if iso.drop_uid:
         tc = shared_toolchain(tc)
         check_workdir(config.workdir or tempfile.gettempdir())
-    variants = task_variants(code, hidden, config, slot) if facts.test_fns else ()
+    variants = task_variants(code, hidden, config, slot) if wants_variants(code, hidden, facts) else ()
     base = Path(tempfile.mkdtemp(prefix="rr-", dir=config.workdir))
     try:
         base.chmod(0o755)
@@ -192,6 +192,15 @@ def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
     return facts
 
 
+def wants_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts) -> bool:
+    """Whether the own tests' checks could pay anything: the code has tests, no hack reason and answers the task
+    (otherwise ``test_reward`` and ``assertion_reward`` are 0 whatever the variants say, so none is compiled)."""
+    if not facts.test_fns or facts.forbidden:
+        return False
+    checked = task_checked(Report(has_code=True), code, hidden)
+    return checked.on_task and not checked.hack_reasons
+
+
 def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Report:
     """``report`` with the task's required public items checked (``signatures.check_items``) against the
     reference, or else the prompt's signatures: missing items make it ``off_task``, differing ones ``mismatched``.
@@ -201,7 +210,7 @@ def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Repor
     spec = hidden.reference or hidden.prompt if hidden is not None else ""
     if not spec.strip():
         return replace(report, mismatched=forged_comparisons(code))
-    found = check_items(code, spec)
+    found = _check_items(code, spec)
     return replace(report, off_task=found.missing, mismatched=found.mismatched)
 
 
@@ -215,6 +224,7 @@ def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig,
     return tuple(("mutant", m) for m in mutants(code, limit=2))
 
 
+_check_items = functools.lru_cache(maxsize=4096)(check_items)
 _WRONG: dict[tuple[HiddenTests, str], str | None] = {}
 _WRONG_LOCK = threading.Lock()
 
