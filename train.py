@@ -104,7 +104,8 @@ class TrainParams:
     verifier crash) scores None; training stops with ``InfrastructureError`` past the ``max_internal_error_*``
     limits, keeping the last checkpoint. ``feedback_turns`` K > 0: each rollout may call the ``cargo_check`` tool
     up to K times before its final answer, which alone is rewarded (``rust_rewards.feedback_tool``); the tiny
-    preset then builds ``outputs/tiny-model-tools``, warm-started to call the tool.
+    preset then builds ``outputs/tiny-model-tools``, warm-started to call the tool. ``load_in_4bit`` (QLoRA): the
+    base model's linear layers in bitsandbytes NF4 on a CUDA GPU, generation without vLLM (``check_load_in_4bit``).
     """
 
     preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `tiny`: a 0.4M local model on CPU",
@@ -178,14 +179,17 @@ class TrainParams:
                                      group="LoRA", advanced=True)
     bf16: bool | None = param(None, help="bfloat16 weights and compute (auto: on CUDA)", group="Hardware",
                               advanced=True)
+    load_in_4bit: bool = param(False, help="QLoRA: the base model's linear layers in bitsandbytes NF4 (double "
+                               "quantization, bf16 compute) for 24 GiB cards; CUDA only, generates without vLLM",
+                               group="Hardware", advanced=True)
     use_cpu: bool | None = param(None, help="train on the CPU (auto: when there is no CUDA)", group="Hardware",
                                  advanced=True)
     gradient_checkpointing: bool = param(True, help="recompute activations in backward: less memory, ~30% "
                                          "slower", group="Hardware", advanced=True)
     torch_threads: int = param(0, help="torch CPU threads during the run (0: torch's default; the tiny model is "
                                "fastest on 1)", group="Hardware", advanced=True, bounds=(0, 1024))
-    use_vllm: bool | None = param(None, help="generate with vLLM (auto: when installed and on CUDA)", group="vLLM",
-                                  advanced=True)
+    use_vllm: bool | None = param(None, help="generate with vLLM (auto: when installed and on CUDA, off with "
+                                  "--load-in-4bit)", group="vLLM", advanced=True)
     vllm_mode: str = param("colocate", help="`colocate`: on the training GPU, asleep while training; `server`: "
                            "`trl vllm-serve` elsewhere", group="vLLM", advanced=True, choices=VLLM_MODES)
     vllm_gpu_memory_utilization: float = param(0.3, help="colocate: share of the GPU vLLM may take", group="vLLM",
@@ -316,8 +320,53 @@ def validate_params(p: TrainParams) -> TrainParams:
         raise ValueError(
             f"--num-generations {p.num_generations} must divide the completions per step, "
             f"--per-device-train-batch-size x --gradient-accumulation-steps ({completions})")
+    check_load_in_4bit(p, this_machine=False)
     select_rewards(p)
     return p
+
+
+@app.function
+def bitsandbytes_importable() -> bool:
+    """Whether ``import bitsandbytes`` works here (installed, and its native library loads)."""
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception:  # noqa: BLE001 - a broken install (missing CUDA library) fails here, not with ImportError
+        return False
+    return True
+
+
+@app.function
+def check_load_in_4bit(p: TrainParams, this_machine: bool = True) -> None:
+    """``--load-in-4bit``'s refusals, one ``ValueError`` each (the command line prints ``train.py: MESSAGE``).
+
+    bitsandbytes' 4-bit kernels run on CUDA only. vLLM is refused in both modes: TRL hands vLLM the policy at every
+    generation by merging the adapter into the base, which for a 4-bit base re-quantizes it each time (lossy, TRL
+    issue #3466) and yields packed NF4 tensors (a bf16 server's loader fails on them, TRL issue #4973); a 4-bit run
+    generates with transformers instead (auto ``use_vllm`` is off). ``this_machine=False`` checks the settings only
+    (before they are resolved, or the dry run's view of the GPU machine): auto (None) values pass and this machine's
+    CUDA and bitsandbytes are not asked.
+    """
+    if not p.load_in_4bit:
+        return
+    if this_machine:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("--load-in-4bit needs a CUDA GPU: bitsandbytes' 4-bit kernels do not run on CPU")
+        if not bitsandbytes_importable():
+            raise ValueError("--load-in-4bit needs bitsandbytes: pip install bitsandbytes")
+    if p.use_cpu:
+        raise ValueError("--load-in-4bit with --use-cpu true: bitsandbytes' 4-bit kernels do not run on CPU; train "
+                         "on the GPU (--use-cpu false) or unquantized")
+    if p.use_vllm and p.vllm_mode == "colocate":
+        raise ValueError("--load-in-4bit with vLLM colocate: colocate vLLM runs beside the policy and is reloaded "
+                         "with its merged weights at every generation, and it cannot take a bitsandbytes 4-bit "
+                         "policy (the merge re-quantizes the 4-bit base each time, TRL issue #3466); generate "
+                         "without vLLM: --use-vllm false (--vllm-mode server cannot take it either, TRL issue #4973)")
+    if p.use_vllm:
+        raise ValueError("--load-in-4bit with --vllm-mode server: TRL sends the server the policy merged into its "
+                         "4-bit base at every generation, as packed NF4 tensors a bf16 server cannot load (TRL issue "
+                         "#4973); generate without vLLM: --use-vllm false")
 
 
 @app.function
@@ -343,7 +392,7 @@ def resolve_params(params: TrainParams) -> TrainParams:
     cuda = torch.cuda.is_available()
     use_vllm = p.use_vllm
     if use_vllm is None:
-        use_vllm = cuda and importlib.util.find_spec("vllm") is not None
+        use_vllm = cuda and importlib.util.find_spec("vllm") is not None and not p.load_in_4bit
     elif use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
     preset = preset_params(p.preset)
@@ -358,7 +407,7 @@ def resolve_params(params: TrainParams) -> TrainParams:
     # the supervised stage's default folder is its own: GRPO's default would auto-resume the SFT checkpoints
     stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/sft-{p.preset}"
     output_dir = local_path(stage_default if p.output_dir == preset.output_dir else p.output_dir, stage_default)
-    return dataclasses.replace(
+    resolved = dataclasses.replace(
         p,
         model=model,
         data=data,
@@ -370,6 +419,8 @@ def resolve_params(params: TrainParams) -> TrainParams:
         oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
         init_adapter=str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
     )
+    check_load_in_4bit(resolved)
+    return resolved
 
 
 @app.function
@@ -479,7 +530,8 @@ def trainer_args(p: TrainParams) -> dict[str, Any]:
         bf16=p.bf16,
         use_cpu=p.use_cpu,
         gradient_checkpointing=p.gradient_checkpointing,
-        model_init_kwargs={"dtype": "bfloat16" if p.bf16 else "float32"},
+        # a 4-bit base is loaded here (base_model): TRL would only warn that model_init_kwargs go unused
+        model_init_kwargs=None if p.load_in_4bit else {"dtype": "bfloat16" if p.bf16 else "float32"},
         save_strategy="steps",
         save_steps=p.save_steps,
         save_total_limit=p.save_total_limit,
@@ -658,9 +710,7 @@ def print_progress(step: int, max_steps: int, logs: dict[str, Any]) -> None:
 def policy_model(p: TrainParams):
     """The base model with ``init_adapter`` loaded as a trainable LoRA adapter: training continues that adapter
     (stacked on the frozen base, not merged into it), with its own rank, alpha and target modules."""
-    import torch
     from peft import PeftConfig, PeftModel
-    from transformers import AutoModelForCausalLM
 
     adapter = PeftConfig.from_pretrained(p.init_adapter)
     if adapter.base_model_name_or_path not in (p.model, None) and Path(
@@ -670,8 +720,48 @@ def policy_model(p: TrainParams):
     print(f"continuing adapter {p.init_adapter}: r={adapter.r}, lora_alpha={adapter.lora_alpha}, "
           f"target_modules={sorted({m.rsplit('.', 1)[-1] for m in adapter.target_modules or ()})} (the --lora-* "
           "flags do not apply)", flush=True)
-    base = AutoModelForCausalLM.from_pretrained(p.model, dtype=torch.bfloat16 if p.bf16 else torch.float32)
-    return PeftModel.from_pretrained(base, p.init_adapter, is_trainable=True)
+    return PeftModel.from_pretrained(base_model(p), p.init_adapter, is_trainable=True)
+
+
+@app.function
+def quantization_config(p: TrainParams):
+    """``--load-in-4bit``'s ``BitsAndBytesConfig`` (QLoRA: NF4, double quantization, bf16 compute), else None."""
+    if not p.load_in_4bit:
+        return None
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=torch.bfloat16)
+
+
+@app.function
+def base_model(p: TrainParams):
+    """The base model for training, in the run's dtype; with ``load_in_4bit`` its linear layers in NF4 on this
+    process's GPU, prepared by PEFT's ``prepare_model_for_kbit_training`` (weights frozen, the unquantized rest
+    upcast to fp32, input gradients on for gradient checkpointing) before any LoRA adapter is added."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if p.bf16 else torch.float32
+    if not p.load_in_4bit:
+        return AutoModelForCausalLM.from_pretrained(p.model, dtype=dtype)
+    from accelerate import PartialState
+    from peft import prepare_model_for_kbit_training
+
+    model = AutoModelForCausalLM.from_pretrained(p.model, dtype=dtype, quantization_config=quantization_config(p),
+                                                 device_map={"": PartialState().local_process_index})
+    return prepare_model_for_kbit_training(model, use_gradient_checkpointing=p.gradient_checkpointing)
+
+
+@app.function
+def trainer_model(p: TrainParams):
+    """The trainer's model: ``init_adapter`` on the base (``policy_model``), the prepared 4-bit base (``base_model``:
+    TRL's own loader would skip ``prepare_model_for_kbit_training``), else the name TRL loads with
+    ``model_init_kwargs``; a fresh adapter comes from ``peft_config``."""
+    if p.init_adapter:
+        return policy_model(p)
+    return base_model(p) if p.load_in_4bit else p.model
 
 
 @app.function
@@ -712,7 +802,7 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
     from rust_rewards.train_callbacks import MetricsFileCallback
 
     trainer = SFTTrainer(
-        model=policy_model(p) if p.init_adapter else p.model,
+        model=trainer_model(p),
         args=sft_config(p),
         train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
         processing_class=AutoTokenizer.from_pretrained(p.model),
@@ -745,7 +835,7 @@ def build_trainer(
     log = RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
                          feedback=p.feedback_turns > 0)
     trainer = GRPOTrainer(
-        model=policy_model(p) if p.init_adapter else p.model,
+        model=trainer_model(p),
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
         train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
@@ -852,11 +942,15 @@ def run_training(
 
 @app.function
 def gpu_view(params: TrainParams) -> TrainParams:
-    """Params validated and resolved as the full run resolves them on a GPU machine with the ``[gpu]`` extras:
-    bf16 and vLLM where left to the hardware, the GPU as device."""
-    p = resolve_params(dataclasses.replace(params, use_vllm=False))
-    return dataclasses.replace(p, bf16=params.bf16 is not False, use_cpu=bool(params.use_cpu),
-                               use_vllm=params.use_vllm is not False)
+    """Params validated and resolved as the full run resolves them on a GPU machine with the ``[gpu]`` extras (and
+    bitsandbytes): bf16 and vLLM where left to the hardware (auto vLLM is off with ``load_in_4bit``), the GPU as
+    device; ``load_in_4bit`` checked for that machine (``check_load_in_4bit``), not this one."""
+    p = resolve_params(dataclasses.replace(params, use_vllm=False, load_in_4bit=False))
+    view = dataclasses.replace(p, bf16=params.bf16 is not False, use_cpu=bool(params.use_cpu),
+                               load_in_4bit=params.load_in_4bit,
+                               use_vllm=params.use_vllm is True or params.use_vllm is None and not params.load_in_4bit)
+    check_load_in_4bit(view, this_machine=False)
+    return view
 
 
 @app.function
@@ -866,11 +960,11 @@ def run_dry_run(
 ) -> TrainResult:
     """``--dry-run``: check a real-preset run on CPU before renting a GPU.
 
-    Builds the full run's ``GRPOConfig`` (vLLM fields included) and ``LoraConfig`` and prints its GPU plan
-    (an estimate), then trains a copy reduced only where a CPU must (``rust_rewards.dry_run.reduce_params``,
-    printed) for one step with checkpoint-1 and resumes it to step 2, in ``outputs/dry-run`` (or
-    ``<output_dir>/dry-run`` for a non-default ``--output-dir``). Raises ``SettingRejected`` for a setting the
-    full run would reject.
+    Builds the full run's ``GRPOConfig`` (vLLM fields included), ``LoraConfig`` and, with ``load_in_4bit``, its
+    ``BitsAndBytesConfig``, and prints its GPU plan (an estimate), then trains a copy reduced only where a CPU must
+    (``rust_rewards.dry_run.reduce_params``, printed) for one step with checkpoint-1 and resumes it to step 2, in
+    ``outputs/dry-run`` (or ``<output_dir>/dry-run`` for a non-default ``--output-dir``). Raises
+    ``SettingRejected`` for a setting the full run would reject.
     """
     import torch
 
@@ -888,6 +982,9 @@ def run_dry_run(
         on_this_machine = dataclasses.replace(full, use_cpu=full.use_cpu or not torch.cuda.is_available())
         config = grpo_config(on_this_machine, [weights[f.__name__] for f in funcs])
         lora = lora_config(full)
+        bnb = quantization_config(full)
+        if bnb is not None:
+            from peft import prepare_model_for_kbit_training  # noqa: F401 - what base_model calls on the GPU
     except (ValueError, TypeError) as err:
         raise SettingRejected(f"the full run would reject these settings: {err}") from err
     print(dr.plan_text(full), flush=True)
@@ -898,6 +995,12 @@ def run_dry_run(
           f"lora_alpha={lora.lora_alpha}, target_modules={lora.target_modules!r}", flush=True)
     if vllm:
         print("vLLM is off on CPU: its settings above are validated by GRPOConfig only, not run", flush=True)
+    if bnb is not None:
+        print(f"full run's BitsAndBytesConfig built: load_in_4bit={bnb.load_in_4bit}, "
+              f"bnb_4bit_quant_type={bnb.bnb_4bit_quant_type!r}, "
+              f"bnb_4bit_use_double_quant={bnb.bnb_4bit_use_double_quant}, "
+              f"bnb_4bit_compute_dtype={bnb.bnb_4bit_compute_dtype}; the GPU run loads the base with it and "
+              "prepares it with peft.prepare_model_for_kbit_training (not run here: no CUDA)", flush=True)
 
     default_out = params.output_dir == preset_params(params.preset).output_dir
     root = dr.prepare_dir(ROOT / "outputs" / "dry-run" if default_out else Path(full.output_dir) / "dry-run")
@@ -1165,6 +1268,8 @@ def _():
     quiet_script_logs()
     try:
         _params = validate_params(params_from_mapping(mo.cli_args()))
+        if not _params.dry_run:  # this machine's CUDA and bitsandbytes (the dry run checks the GPU machine's)
+            check_load_in_4bit(_params)
     except ValueError as _err:
         raise SystemExit(f"train.py: {_err}") from None
     try:

@@ -199,7 +199,8 @@ def plan_text(p: Any, prompt_tokens: int = PLAN_PROMPT_TOKENS) -> str:
     if p.use_vllm and p.vllm_mode == "server":
         notes.append("vLLM server mode: generation runs on the server's own GPU; the table is the training GPU only")
     if p.load_in_4bit:
-        notes.append("--load-in-4bit: NF4 base weights (QLoRA), generation without vLLM; untested on hardware here")
+        notes.append("--load-in-4bit: NF4 base weights (QLoRA), generation without vLLM (it cannot take a 4-bit "
+                     "policy); the 4-bit load, memory and speed are untested on a real GPU")
     if p.lora_target_modules != "all-linear":
         notes.append(f"LoRA counted on all of {', '.join(LORA_TARGETS)} (all-linear): an over-estimate")
     return format_plan(ModelShape.from_config(shape_config(p.model)), run_shape(p, prompt_tokens)) + "\n" + "\n".join(

@@ -17,11 +17,22 @@ import pandas as pd
 import pytest
 from trl import GRPOConfig
 
+import train
 from rust_rewards.cpus import cpu_has_native_bf16
 from rust_rewards.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
 from rust_rewards.gpu_plan import CARDS, RunShape
 from rust_rewards.rewards import REWARD_FUNCS
-from train import TrainParams, gpu_view, grpo_config, params_from_mapping, run_dry_run, vllm_kwargs
+from train import (
+    TrainParams,
+    check_load_in_4bit,
+    gpu_view,
+    grpo_config,
+    params_from_mapping,
+    quantization_config,
+    resolve_params,
+    run_dry_run,
+    vllm_kwargs,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
@@ -169,6 +180,133 @@ def test_dry_run_cli_trains_checkpoints_and_resumes(tmp_path):
     assert {name.rsplit(".", 1)[-1] for name in adapter["target_modules"]} == LINEAR
 
 
+QLORA_REFUSALS = {
+    "cuda": "--load-in-4bit needs a CUDA GPU: bitsandbytes' 4-bit kernels do not run on CPU",
+    "bnb": "--load-in-4bit needs bitsandbytes: pip install bitsandbytes",
+    "cpu": "--load-in-4bit with --use-cpu true: bitsandbytes' 4-bit kernels do not run on CPU",
+    "colocate": "--load-in-4bit with vLLM colocate: colocate vLLM runs beside the policy",
+    "server": "--load-in-4bit with --vllm-mode server: TRL sends the server the policy merged into its 4-bit base",
+}
+
+
+def test_load_in_4bit_refusals(tmp_path, monkeypatch):
+    """Each refusal with its message: this machine's CUDA and bitsandbytes (faked here), then the settings; the
+    settings alone are refused before anything resolves (the form, the command line, the dry run)."""
+    import re
+
+    import torch
+
+    def refuses(key, p, **kw):
+        with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS[key])):
+            check_load_in_4bit(p, **kw)
+
+    q4 = real(tmp_path, load_in_4bit=True)  # the dry run's view of the GPU machine: no check of this CPU machine
+    assert (q4.load_in_4bit, q4.use_vllm, q4.use_cpu, q4.bf16) == (True, False, False, True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(train, "bitsandbytes_importable", lambda: True)
+    refuses("cuda", q4)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(train, "bitsandbytes_importable", lambda: False)
+    refuses("bnb", q4)
+    monkeypatch.setattr(train, "bitsandbytes_importable", lambda: True)
+    check_load_in_4bit(q4)  # a GPU machine with bitsandbytes: accepted
+    refuses("cpu", dataclasses.replace(q4, use_cpu=True))
+    refuses("colocate", dataclasses.replace(q4, use_vllm=True))
+    refuses("server", dataclasses.replace(q4, use_vllm=True, vllm_mode="server"))
+    for p in (dataclasses.replace(q4, use_cpu=True), dataclasses.replace(q4, use_vllm=True)):
+        check_load_in_4bit(dataclasses.replace(p, load_in_4bit=False))  # without the flag: nothing to refuse
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS["cuda"])):  # a run on this machine
+        resolve_params(params_from_mapping({"preset": "real", "load-in-4bit": True}))
+    for flags, key in (({"use-cpu": True}, "cpu"), ({"use-vllm": True}, "colocate"),
+                       ({"use-vllm": True, "vllm-mode": "server"}, "server")):
+        with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS[key])):
+            real(tmp_path, load_in_4bit=True, **flags)
+        params = params_from_mapping({"preset": "real", "load-in-4bit": True, "dry-run": True,
+                                      "output-dir": str(tmp_path / "out"), **flags})
+        with pytest.raises(SettingRejected, match=re.escape(QLORA_REFUSALS[key])):
+            run_dry_run(params)
+    assert not any(tmp_path.iterdir())
+
+
+def test_load_in_4bit_configs_plan_and_reduction(tmp_path):
+    """The full run's BitsAndBytesConfig (QLoRA's four settings), a GRPOConfig that leaves the model loading to
+    ``base_model``, the NF4 plan without vLLM, and the CPU leg reduced to an unquantized model with its reason."""
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    p = real(tmp_path, load_in_4bit=True)
+    bnb = quantization_config(p)
+    assert isinstance(bnb, BitsAndBytesConfig)
+    assert (bnb.load_in_4bit, bnb.bnb_4bit_quant_type, bnb.bnb_4bit_use_double_quant, bnb.bnb_4bit_compute_dtype) == (
+        True, "nf4", True, torch.bfloat16)
+    assert quantization_config(real(tmp_path)) is None
+    config = grpo_config(dataclasses.replace(p, use_cpu=True), [1.0] * len(REWARD_FUNCS))
+    assert config.model_init_kwargs is None and config.bf16 and not config.use_vllm
+    assert run_shape(p) == RunShape(micro_batch=8, completions_per_step=32, prompt_tokens=512, completion_tokens=768,
+                                    lora_r=16, vllm_util=None, sleep_mode=False, load_in_4bit=True)
+    assert run_shape(real(tmp_path)).load_in_4bit is False
+
+    dry, changes = reduce_params(p, tmp_path / "model", tmp_path / "run")
+    (change,) = [c for c in changes if c.name == "load_in_4bit"]
+    assert (change.full, change.dry, dry.load_in_4bit) == (True, False, False)
+    assert change.reason == ("bitsandbytes 4-bit kernels need a CUDA GPU: the CPU leg trains the reduced model "
+                             "unquantized")
+    assert "use_vllm" not in {c.name for c in changes}  # already off in the full 4-bit run
+    _, changes = reduce_params(real(tmp_path), tmp_path / "model", tmp_path / "run")
+    assert "load_in_4bit" not in {c.name for c in changes}
+
+
+def test_load_in_4bit_dry_run_prints_the_4bit_plan_and_config(tmp_path, monkeypatch, capsys):
+    """What ``--dry-run --load-in-4bit`` prints before its CPU leg (stopped here at ``prepare_dir``)."""
+    import rust_rewards.dry_run as dr
+
+    class Stop(Exception):
+        pass
+
+    def stop(_root):
+        raise Stop
+
+    monkeypatch.setattr(dr, "prepare_dir", stop)
+    params = params_from_mapping({"preset": "real", "load-in-4bit": True, "dry-run": True,
+                                  "output-dir": str(tmp_path / "out")})
+    with pytest.raises(Stop):
+        run_dry_run(params)
+    text = capsys.readouterr().out
+    assert "| base weights (NF4 4-bit, double quant; rest fp32) | 1.50 |" in text
+    assert "| 24 GiB (L4) | 7.9 | - | 7.9 | yes |" in text and "vLLM off" in text
+    assert ("full run's BitsAndBytesConfig built: load_in_4bit=True, bnb_4bit_quant_type='nf4', "
+            "bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16") in text
+    assert "use_vllm=False" in text
+
+
+def test_load_in_4bit_base_model_is_quantized_and_prepared(tmp_path, monkeypatch):
+    """``base_model`` loads with the BitsAndBytesConfig on this process's GPU and applies
+    ``prepare_model_for_kbit_training`` before the trainer adds LoRA (bitsandbytes itself is faked: no CUDA here)."""
+    import torch
+    import transformers
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    seen = {}
+
+    def from_pretrained(name, **kwargs):
+        seen.update(kwargs, name=name)
+        config = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, vocab_size=256, tie_word_embeddings=True)
+        return Qwen2ForCausalLM(config).to(kwargs["dtype"])
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    p = real(tmp_path, load_in_4bit=True)
+    model = train.trainer_model(p)
+    assert seen["name"] == p.model and seen["dtype"] == torch.bfloat16 and seen["device_map"] == {"": 0}
+    assert seen["quantization_config"].to_dict() == quantization_config(p).to_dict()
+    # prepared: frozen, the unquantized parameters (here all of them: nothing is really 4-bit on CPU) in fp32
+    assert not any(t.requires_grad for t in model.parameters())
+    assert {t.dtype for t in model.parameters()} == {torch.float32}
+    assert train.trainer_model(real(tmp_path)) == p.model  # unquantized: TRL loads it by name
+
+
 def test_a_dry_run_never_clears_a_folder_it_did_not_write(tmp_path):
     (tmp_path / "dry-run" / "run").mkdir(parents=True)
     (tmp_path / "dry-run" / "notes.txt").write_text("mine")
@@ -177,3 +315,14 @@ def test_a_dry_run_never_clears_a_folder_it_did_not_write(tmp_path):
     assert (tmp_path / "dry-run" / "run").is_dir()
     (tmp_path / "dry-run" / MARKER).write_text("{}")
     assert not (prepare_dir(tmp_path / "dry-run") / "run").exists()
+
+
+def test_load_in_4bit_cli_refusals(tmp_path):
+    """The command line refuses before anything runs, with ``train.py: MESSAGE`` and exit status 1."""
+    for flags, key in ((["--load-in-4bit"], "cuda"), (["--load-in-4bit", "--use-vllm", "true"], "colocate")):
+        proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "real", "--output-dir",
+                               str(tmp_path / "out"), *flags], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert f"train.py: {QLORA_REFUSALS[key]}" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
