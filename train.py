@@ -224,6 +224,16 @@ class TrainParams:
     max_internal_error_steps: int = param(3, help="stop after this many consecutive steps with any "
                                           "infrastructure failure (0: never)", group="Safety", advanced=True,
                                           bounds=(0, None))
+    eval_tasks: str = param("", help="held-out task file (jsonl/parquet) to evaluate the policy on during training "
+                            "(empty: off)", group="Held-out evaluation", files=TASK_FILES)
+    eval_every: int = param(0, help="evaluate every N optimizer steps (0: only at the end of training)",
+                            group="Held-out evaluation", bounds=(0, None))
+    eval_n: int = param(1, help="completions sampled per held-out task", group="Held-out evaluation",
+                        bounds=(1, 64))
+    eval_limit: int = param(0, help="evaluate on the first M held-out tasks (0: all)", group="Held-out evaluation",
+                            bounds=(0, None))
+    eval_max_new_tokens: int = param(0, help="tokens per held-out completion (0: --max-completion-length)",
+                                     group="Held-out evaluation", advanced=True, bounds=(0, 32768))
     verifier: str = param("local", help="where cargo runs: this machine's pool or a Ray cluster", group="Verifier",
                           advanced=True, choices=VERIFIER_BACKENDS)
     ray_address: str = param("auto", help="Ray cluster: `auto`, `local` or HOST:PORT", group="Verifier",
@@ -320,9 +330,25 @@ def validate_params(p: TrainParams) -> TrainParams:
         raise ValueError(
             f"--num-generations {p.num_generations} must divide the completions per step, "
             f"--per-device-train-batch-size x --gradient-accumulation-steps ({completions})")
+    check_eval_params(p)
     check_load_in_4bit(p, this_machine=False)
     select_rewards(p)
     return p
+
+
+@app.function
+def check_eval_params(p: TrainParams) -> None:
+    """The held-out evaluation flags' refusals (``ValueError`` naming the flag)."""
+    if not p.eval_tasks:
+        for name in ("eval_every", "eval_limit", "eval_max_new_tokens"):
+            if getattr(p, name) != getattr(TrainParams, name):
+                raise ValueError(f"{flag_name(name)} {getattr(p, name)}: needs --eval-tasks (a held-out task file)")
+        return
+    if not Path(p.eval_tasks).is_file():
+        raise ValueError(f"--eval-tasks {p.eval_tasks}: no such file (a jsonl/parquet task file)")
+    if p.max_steps > 0 and p.eval_every > p.max_steps:
+        raise ValueError(f"--eval-every {p.eval_every} is more than --max-steps {p.max_steps}: it would only "
+                         "evaluate at the end (use --eval-every 0 for that)")
 
 
 @app.function
@@ -418,6 +444,7 @@ def resolve_params(params: TrainParams) -> TrainParams:
         use_vllm=use_vllm,
         oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
         init_adapter=str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
+        eval_tasks=str(Path(p.eval_tasks).resolve()) if p.eval_tasks else "",
     )
     check_load_in_4bit(resolved)
     return resolved
@@ -551,6 +578,27 @@ def run_callbacks(p: TrainParams, log: Any, progress: Callable[[int, int, dict[s
     if p.wandb:
         os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
     return [log, StopFileCallback(p.output_dir)] + ([] if progress is None else [ProgressCallback(progress)])
+
+
+@app.function
+def eval_callbacks(p: TrainParams) -> list[Any]:
+    """The held-out evaluation callback (``rust_rewards.train_eval``) when ``--eval-tasks`` is set, else none:
+    its tasks (the first ``eval_limit``), its own copy of the tokenizer, the rollouts' temperature and top-p."""
+    if not p.eval_tasks:
+        return []
+    from transformers import AutoTokenizer
+
+    from rust_rewards.generation import SamplingParams
+    from rust_rewards.train_eval import HeldOutEvalCallback
+
+    tasks = list(load_tasks(p.eval_tasks))
+    tasks = tasks[: p.eval_limit] if p.eval_limit > 0 else tasks
+    if not tasks:
+        raise ValueError(f"--eval-tasks {p.eval_tasks}: no tasks in it")
+    sampling = SamplingParams(n=p.eval_n, temperature=p.temperature, top_p=p.top_p, seed=p.seed,
+                              max_new_tokens=p.eval_max_new_tokens or p.max_completion_length)
+    tokenizer = AutoTokenizer.from_pretrained(p.model, padding_side="left")
+    return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb)]
 
 
 @app.function
@@ -807,7 +855,7 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
         train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
         processing_class=AutoTokenizer.from_pretrained(p.model),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress),
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p),
     )
     return with_our_callbacks_first(trainer)
 
@@ -840,7 +888,7 @@ def build_trainer(
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
         train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=run_callbacks(p, log, progress),
+        callbacks=run_callbacks(p, log, progress) + eval_callbacks(p),
         tools=[cargo_check] if p.feedback_turns else None,
     )
     return with_our_callbacks_first(trainer)

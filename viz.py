@@ -132,6 +132,15 @@ def reward_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
 
 
 @app.function
+def held_out_chart(metrics: pd.DataFrame) -> alt.Chart | None:
+    """``train.py --eval-tasks``: the policy's hidden pass@1 and build rate on held-out tasks, at the steps it was
+    evaluated (unsmoothed: a few points); None when the run logged no ``eval/*``."""
+    series = metric_series(metrics, {"held-out hidden pass@1": "eval/hidden_pass_at_1",
+                                     "held-out build rate": "eval/build_rate"})
+    return line_chart(series, "Held-out tasks (current policy)", "rate", percent=True)
+
+
+@app.function
 def components_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
     """Each reward function's mean per step (unweighted)."""
     return line_chart(reward_series(metrics, smoothing), "Reward functions (mean, unweighted)", "reward")
@@ -474,13 +483,15 @@ def _(run, smoothing):
     _m = run.metrics
     _s = smoothing.value
     _none = "Not logged by this run (yet)."
+    _held = held_out_chart(_m)
     mo.vstack([
         mo.md("## Loss"),
         mo.hstack([chart_or_note(loss_chart(_m, _s), _none),
                    chart_or_note(token_accuracy_chart(_m, _s), "Token accuracy is logged by `--stage sft` runs.")],
                   widths="equal"),
         mo.md("## Rewards"),
-        chart_or_note(reward_chart(_m, _s), _none),
+        chart_or_note(reward_chart(_m, _s), _none) if _held is None
+        else mo.hstack([chart_or_note(reward_chart(_m, _s), _none), _held], widths="equal"),
         chart_or_note(components_chart(_m, _s), _none),
         mo.md("## Completions and policy"),
         mo.hstack([chart_or_note(length_chart(_m, _s), _none), chart_or_note(clipped_chart(_m, _s), _none)],

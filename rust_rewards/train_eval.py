@@ -1,0 +1,185 @@
+"""Held-out evaluation during training (``train.py --eval-tasks FILE --eval-every N``).
+
+Every ``every`` optimizer steps (and at the end of training, unless that step was just evaluated) the main process
+samples ``n`` completions per held-out task with the CURRENT policy (the trainer's LoRA-wrapped model, through
+HF ``generate`` and ``rust_rewards.generation``'s batching), verifies them against the hidden tests with the same
+verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``, computed by ``rust_rewards.metrics``) as an extra
+``metrics.jsonl`` line at that step and to wandb when a run is active. Per-completion rows (eval.py's results
+columns) go to ``OUT/eval/step_<N>.parquet``.
+
+The training trajectory is not changed: every RNG state (python, numpy, torch CPU and CUDA) is saved before and
+restored after, generation runs under ``torch.no_grad`` (``inference_mode``) with the model in eval mode (its
+previous mode restored), and neither the dataloader nor the optimizer is touched. The sampling itself is seeded with
+the run's seed, so every evaluation draws from the same random stream (less noise between steps).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from transformers import TrainerCallback
+
+from rust_rewards.atomic import write_parquet_atomic
+from rust_rewards.generation import HFGenerator, SamplingParams
+from rust_rewards.metrics import summarize_model
+from rust_rewards.tasks import Task
+from rust_rewards.train_logging import append_metrics
+from rust_rewards.verifier import get_verifier
+
+EVAL_DIR = "eval"
+EVAL_KEYS = ("eval/build_rate", "eval/clippy_rate", "eval/test_rate", "eval/hidden_pass_at_1",
+             "eval/hidden_pass_at_1_lo", "eval/hidden_pass_at_1_hi", "eval/n", "eval/seconds")
+
+
+def eval_file(out_dir: str | Path, step: int) -> Path:
+    return Path(out_dir) / EVAL_DIR / f"step_{step:06d}.parquet"
+
+
+def eval_metrics(results: pd.DataFrame) -> dict[str, float | int | None]:
+    """``eval/*`` metrics of one evaluation's result rows (eval.py's columns), by ``summarize_model``: build,
+    clippy and test rates over completions, hidden pass@1 (mean over tasks with hidden tests) with its 95% Wilson
+    interval (None when no task has hidden tests), and ``eval/n`` completions."""
+    summary = summarize_model(results)
+    lo, hi = summary.ci.get("hidden_pass_at_1", (None, None))
+    return {
+        "eval/build_rate": summary.build_rate,
+        "eval/clippy_rate": summary.clippy_rate,
+        "eval/test_rate": summary.test_rate,
+        "eval/hidden_pass_at_1": summary.hidden_pass_at_1,
+        "eval/hidden_pass_at_1_lo": lo,
+        "eval/hidden_pass_at_1_hi": hi,
+        "eval/n": summary.n,
+    }
+
+
+@contextmanager
+def preserved_rng():
+    """Restore python ``random``, numpy and torch (CPU and every CUDA device) RNG states on exit."""
+    import numpy as np
+    import torch
+
+    py, npy, cpu = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        random.setstate(py)
+        np.random.set_state(npy)
+        torch.random.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+@contextmanager
+def eval_mode(model: Any):
+    """``model.eval()`` inside, its previous mode back on exit."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+class PolicyGenerator(HFGenerator):
+    """``HFGenerator``'s batching and decoding on a model already in memory (the policy being trained)."""
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 8) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"
+        self.device = next(model.parameters()).device
+        self.batch_size = batch_size
+        eos = model.generation_config.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None} or {tokenizer.eos_token_id}
+
+
+def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
+                    batch_size: int = 8, label: str = "policy") -> pd.DataFrame:
+    """Sample ``sampling.n`` completions per task with ``model`` and verify them: eval.py's result rows (model,
+    task_id, sample, completion, ``Report.flat()``) plus completion_tokens and truncated. RNG states and the
+    model's mode are restored afterwards."""
+    import torch
+
+    generator = PolicyGenerator(model, tokenizer, batch_size)
+    work = [(task, sample) for task in tasks for sample in range(sampling.n)]
+    with preserved_rng(), eval_mode(model), torch.no_grad():
+        torch.manual_seed(sampling.seed)
+        random.seed(sampling.seed)
+        prompts = [generator.render(task.prompt) for task, _ in work]
+        gens = generator.generate(prompts, sampling)
+        hidden = {task.task_id: task.hidden_tests() for task in tasks}
+        reports = get_verifier().verify_many([g.text for g in gens], hidden=[hidden[t.task_id] for t, _ in work])
+    rows = [{"model": label, "task_id": task.task_id, "sample": sample, "completion": gen.text,
+             "completion_tokens": gen.tokens, "truncated": gen.truncated, **report.flat()}
+            for (task, sample), gen, report in zip(work, gens, reports, strict=True)]
+    return pd.DataFrame(rows)
+
+
+class HeldOutEvalCallback(TrainerCallback):
+    """Evaluates the policy on held-out tasks every ``every`` steps (0: only at the end) and at the end of training.
+
+    Runs on the main process only; writes ``OUT/eval/step_<N>.parquet`` and a ``metrics.jsonl`` line of ``eval/*``
+    at step N, and logs the same to wandb when a wandb run is active. ``tokenizer`` is a separate copy (its padding
+    side is set to left), not the trainer's.
+    """
+
+    def __init__(self, out_dir: str | Path, tasks: Sequence[Task], tokenizer: Any, sampling: SamplingParams,
+                 every: int = 0, batch_size: int = 8, use_wandb: bool = False) -> None:
+        self.out_dir = Path(out_dir)
+        self.tasks = list(tasks)
+        self.tokenizer = tokenizer
+        self.sampling = sampling
+        self.every = every
+        self.batch_size = batch_size
+        self.use_wandb = use_wandb
+        self.last_step: int | None = None
+        self.history: list[dict[str, Any]] = []
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if self.every > 0 and state.global_step % self.every == 0:
+            self.evaluate(state, model)
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        if self.last_step != state.global_step:
+            self.evaluate(state, model)
+
+    def evaluate(self, state: Any, model: Any) -> dict[str, Any] | None:
+        self.last_step = state.global_step
+        if not state.is_world_process_zero or model is None:
+            return None
+        began = time.perf_counter()
+        results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size)
+        results.insert(0, "step", state.global_step)
+        write_parquet_atomic(results, eval_file(self.out_dir, state.global_step))
+        metrics = {**eval_metrics(results), "eval/seconds": time.perf_counter() - began}
+        append_metrics(self.out_dir, state.global_step, metrics)
+        self.history.append({"step": state.global_step, **metrics})
+        if self.use_wandb:
+            log_to_wandb(metrics, state.global_step)
+        print(f"step {state.global_step} held-out eval: hidden pass@1 {fmt(metrics['eval/hidden_pass_at_1'])} "
+              f"[{fmt(metrics['eval/hidden_pass_at_1_lo'])}, {fmt(metrics['eval/hidden_pass_at_1_hi'])}], build "
+              f"{metrics['eval/build_rate']:.2f}, n {metrics['eval/n']}, {metrics['eval/seconds']:.1f} s", flush=True)
+        return metrics
+
+
+def fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def log_to_wandb(metrics: dict[str, Any], step: int) -> None:
+    """``wandb.log`` only when a wandb run is active (never starts one)."""
+    try:
+        import wandb
+    except ImportError:
+        return
+    if wandb.run is not None:
+        wandb.log({**metrics, "train/global_step": step})

@@ -1,0 +1,144 @@
+"""Held-out evaluation during training (``train.py --eval-tasks``, ``rust_rewards.train_eval``)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rust_rewards.report import Report
+from rust_rewards.run_logs import load_metrics
+from rust_rewards.train_eval import EVAL_KEYS, eval_file, eval_metrics, eval_mode, preserved_rng
+from train import params_from_mapping, run_training, validate_params
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+TRAJECTORY = ("reward", "reward_std", "loss", "grad_norm", "completions/mean_length", "learning_rate")
+
+
+def row(task_id: str, sample: int, build: bool, clippy: bool, tests: bool, hidden: bool | None) -> dict:
+    return {"model": "policy", "task_id": task_id, "sample": sample, "completion": "",
+            **Report(has_code=True).flat(), "build_ok": build, "clippy_ok": clippy, "tests_ok": tests,
+            "hidden_ok": hidden}
+
+
+def test_eval_metrics_of_hand_made_rows():
+    results = pd.DataFrame([
+        row("a", 0, True, True, True, True),
+        row("a", 1, True, False, False, False),
+        row("b", 0, False, False, False, False),
+        row("b", 1, True, True, False, True),
+    ])
+    m = eval_metrics(results)
+    assert m["eval/build_rate"] == 0.75 and m["eval/clippy_rate"] == 0.5 and m["eval/test_rate"] == 0.25
+    assert m["eval/hidden_pass_at_1"] == 0.5  # mean over tasks of c/n: (1/2 + 1/2) / 2
+    assert m["eval/n"] == 4
+    assert m["eval/hidden_pass_at_1_lo"] == pytest.approx(0.1500, abs=1e-4)  # Wilson 95% of 2/4
+    assert m["eval/hidden_pass_at_1_hi"] == pytest.approx(0.8500, abs=1e-4)
+
+
+def test_eval_metrics_without_hidden_tests():
+    m = eval_metrics(pd.DataFrame([row("a", 0, True, False, False, None)]))
+    assert m["eval/build_rate"] == 1.0
+    assert m["eval/hidden_pass_at_1"] is None and m["eval/hidden_pass_at_1_lo"] is None
+
+
+def test_rng_and_mode_are_restored():
+    model = torch.nn.Linear(2, 2)
+    model.train()
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    expected = (random.random(), np.random.rand(), torch.rand(1).item())
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    with preserved_rng(), eval_mode(model):
+        assert not model.training
+        torch.manual_seed(99), random.random(), np.random.rand(5), torch.rand(10)
+    assert model.training
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+
+
+def test_validation_names_the_flag(tmp_path):
+    def check(**values):
+        return validate_params(params_from_mapping({"preset": "tiny", **values}))
+
+    with pytest.raises(ValueError, match="--eval-tasks .*no such file"):
+        check(eval_tasks=str(tmp_path / "missing.jsonl"))
+    with pytest.raises(ValueError, match="--eval-n"):
+        check(eval_tasks=str(BUNDLED), eval_n=0)
+    with pytest.raises(ValueError, match="--eval-every"):
+        check(eval_tasks=str(BUNDLED), eval_every=-1)
+    with pytest.raises(ValueError, match="--eval-limit"):
+        check(eval_tasks=str(BUNDLED), eval_limit=-2)
+    with pytest.raises(ValueError, match="--eval-every 9 is more than --max-steps 4"):
+        check(eval_tasks=str(BUNDLED), eval_every=9, max_steps=4)
+    with pytest.raises(ValueError, match="--eval-every 2: needs --eval-tasks"):
+        check(eval_every=2)
+    assert check(eval_tasks=str(BUNDLED), eval_every=2, eval_limit=3).eval_n == 1
+
+
+def tiny_run(out: Path, tiny_dir: Path, **extra):
+    params = params_from_mapping({"preset": "tiny", "output-dir": str(out), "model": str(tiny_dir),
+                                  "max-steps": 4, "save-steps": 4, **extra})
+    return run_training(params, progress=None)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, tiny_model_dir):
+    """The same tiny 4-step run (same seed) with held-out evaluation every 2 steps and without any."""
+    root = tmp_path_factory.mktemp("train_eval")
+    tiny_run(root / "with", tiny_model_dir, eval_tasks=str(BUNDLED), eval_every=2, eval_limit=3, eval_n=1)
+    tiny_run(root / "without", tiny_model_dir)
+    return root / "with", root / "without"
+
+
+@pytest.mark.slow
+def test_eval_logged_at_steps_2_and_4_with_parquet(runs):
+    out, _ = runs
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    evals = [x for x in lines if "eval/n" in x]
+    assert [x["step"] for x in evals] == [2, 4]  # step 4 is the last: on_train_end does not evaluate it again
+    for x in evals:
+        assert set(EVAL_KEYS) <= set(x) and x["eval/n"] == 3 and x["eval/seconds"] > 0
+        assert 0.0 <= x["eval/build_rate"] <= 1.0
+        assert x["eval/hidden_pass_at_1_lo"] <= x["eval/hidden_pass_at_1"] <= x["eval/hidden_pass_at_1_hi"]
+        print(f"step {x['step']}: eval/seconds {x['eval/seconds']:.2f}")
+    metrics = load_metrics(out)  # viz's view: the eval line merges into its step's row
+    assert metrics.set_index("step").loc[2, "eval/n"] == 3 and metrics.set_index("step").loc[2, "reward"] is not None
+    for step in (2, 4):
+        frame = pd.read_parquet(eval_file(out, step))
+        assert len(frame) == 3 and frame["step"].eq(step).all()
+        assert {"task_id", "sample", "completion", "build_ok", "hidden_ok", "internal_error"} <= set(frame.columns)
+    assert not eval_file(out, 1).exists() and not eval_file(out, 3).exists()
+
+
+@pytest.mark.slow
+def test_eval_does_not_change_the_training_trajectory(runs):
+    with_eval, without = (load_metrics(out).set_index("step") for out in runs)
+    assert list(with_eval.index) == list(without.index) == [1, 2, 3, 4]
+    for column in TRAJECTORY:
+        assert with_eval[column].tolist() == without[column].tolist(), column
+    assert not any(c.startswith("eval/") for c in without.columns)
+    for step in range(1, 5):  # the rollouts themselves (sampled from torch's RNG) are identical
+        name = f"completions/step_{step:06d}.parquet"
+        a, b = (pd.read_parquet(out / name) for out in runs)
+        assert a["completion"].tolist() == b["completion"].tolist(), step
+
+
+def test_viz_draws_the_held_out_curve_only_when_logged(tmp_path):
+    import viz
+    from rust_rewards.train_logging import append_metrics
+
+    for step in (1, 2, 3, 4):
+        append_metrics(tmp_path, step, {"reward": 0.1 * step, "loss": 0.0})
+    assert viz.held_out_chart(load_metrics(tmp_path)) is None
+    for step, rate in ((2, 0.25), (4, 0.5)):
+        append_metrics(tmp_path, step, {"eval/hidden_pass_at_1": rate, "eval/build_rate": 2 * rate})
+    spec = viz.held_out_chart(load_metrics(tmp_path)).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert {(r["series"], r["step"], r["value"]) for r in rows} == {
+        ("held-out hidden pass@1", 2, 0.25), ("held-out hidden pass@1", 4, 0.5),
+        ("held-out build rate", 2, 0.5), ("held-out build rate", 4, 1.0)}
