@@ -217,11 +217,12 @@ def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Repor
 def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig,
                   slot: int = 0) -> tuple[tuple[str, str], ...]:
     """The other solutions the model's own tests run against: the reference and a wrong mutant of it, or, without
-    a reference, two mutants of the completion itself."""
+    a reference (or without a usable mutant of it), two mutants of the completion itself."""
+    own = tuple(("mutant", m) for m in mutants(code, limit=2))
     if hidden is not None and hidden.reference.strip():
         wrong = wrong_variant(hidden, config, slot)
-        return (("reference", hidden.reference), *((("mutant", wrong),) if wrong else ()))
-    return tuple(("mutant", m) for m in mutants(code, limit=2))
+        return (("reference", hidden.reference), *((("mutant", wrong),) if wrong else own))
+    return own
 
 
 _check_items = functools.lru_cache(maxsize=4096)(check_items)
