@@ -52,6 +52,7 @@ from rust_rewards.verify import (
     TestPlan,
     VerifierConfig,
     _Job,
+    _primary_file,
     _report,
     _rustc_base,
     _skipped,
@@ -492,11 +493,6 @@ def _error_kind(line: str) -> str | None:
     if not diag.get("level", "").startswith("error") or code.startswith("clippy::"):
         return None
     return "syntax error" if not code or code in _LEXER_ERRORS else "compile error"
-
-
-def _primary_file(line: str) -> str | None:
-    files = [s.get("file_name") for s in json.loads(line).get("spans") or [] if s.get("is_primary")]
-    return files[0] if files else None
 
 
 def _syntax_screen(job: _Job, members: list[_Member]) -> set[str]:

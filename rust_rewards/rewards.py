@@ -151,9 +151,9 @@ def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     its type) pass on the mutant too and earn nothing.
 
     Example:
-    >>> code = "pub fn sq(x: i32) -> i32 { x * x }\n#[test]\nfn t() { assert_eq!(sq(3), 9); }\n"
-    >>> code += "#[test]\nfn u() { assert_eq!(sq(2), sq(2)); }"
-    >>> assertion_reward(["```rust\n" + code + "\n```"])
+    >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[test]\\nfn t() { assert_eq!(sq(3), 9); }\\n"
+    >>> code += "#[test]\\nfn u() { assert_eq!(sq(2), sq(2)); }"
+    >>> assertion_reward(["```rust\\n" + code + "\\n```"])
     [0.25]
     """
     return [SCORES["assertion_reward"](r) for r in reports_for(completions, **kwargs)]

@@ -368,3 +368,13 @@ def test_bench_corpus_reads_rust_files_as_source(tmp_path):
     corpus = dict(load_corpus(tmp_path))
     assert extract_rust(corpus["a.rs"]).strip() == "pub fn one() -> i32 {\n    1\n}"
     assert extract_rust(corpus["b.md"]).strip() == "pub fn two() -> i32 { 2 }"
+
+
+def test_reward_and_crate_docstring_examples_hold():
+    import doctest
+
+    from rust_rewards import crate
+
+    for module in (rewards, crate):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
