@@ -9,8 +9,12 @@ own:
 - compiler messages are split by the file of their primary span, the file name put back to ``src/lib.rs`` and
   rustc's once-per-compilation lint notes put back where a crate of its own shows them, then parsed exactly as
   the direct path parses its own passes (same flags: the passes mirror ``verify._verify_direct``);
-- its tests run in their own sandbox call (libtest filtered by its module path, hidden tests by exact name),
-  after all sources are deleted: a panic, endless loop, exit or memory blow-up of one cannot reach another.
+- its tests run in their own sandbox call, one process per test by exact name, judged by their seals (as on the
+  direct path), after all sources are deleted: a panic, endless loop, exit or memory blow-up of one cannot reach
+  another, and nothing it prints is parsed;
+- its module tree is the direct path's: seals, hidden module, variants with copies of its own tests, and
+  ``forbid(unsafe_code)`` on its file, so a member with linker, section or export attributes never compiles into
+  the shared binary.
 
 Combining is only an optimisation. A completion takes the direct path (``verify_code``) when anything could make its
 verdict depend on the crate it shares (``blocker``: inner attributes, ``extern``, ``crate::`` or ``super::`` paths
@@ -18,7 +22,7 @@ out of its module, exported macros, ``fn main``, trait impls for types it does n
 module path, thread, executable or files at run time, banned constructs, hidden tests other than unit-shaped or in
 the release profile), when a combined pass reports an error in its files or a message that names the shared crate
 (the others are compiled again without it, up to ``MAX_ROUNDS`` times; after a lexer or parser error, which stops
-rustc at the first such file, rustfmt screens every file first), and when its hidden run looks forged. A message
+rustc at the first such file, rustfmt screens every file first). A message
 that belongs to no completion, or a compile timeout, sends the whole group to the direct path. Errors only in its
 hidden tests' file, when it has tests of its own, keep it in the crate: as on the direct path, it is compiled again
 without its hidden tests and judged on its own tests alone.

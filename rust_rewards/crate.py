@@ -22,7 +22,7 @@ the first statement of its body and on the same line as its ``{``, a guard value
 nonce (drawn per test, per crate) to stdout when the body ends the way the test expects (normally, or by a panic
 for ``#[should_panic]``). A test passed only when its own process exited 0 and printed its nonce: output the
 code writes cannot contain a nonce it never saw, and a process ended early (exit, abort, signal) never runs the
-guard. The nonce is in the compiled binary only, which test code cannot read (``-F unsafe_code``, sources
+guard. The nonce is in the compiled binary only, which test code cannot read (``FORBID`` below, sources
 deleted, the binary not readable by the sandbox user).
 """
 
