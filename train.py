@@ -20,6 +20,7 @@ with app.setup:
 
     from rust_rewards.atomic import replace_dir
     from rust_rewards.cpus import cpu_share
+    from rust_rewards.dpo_pairs import read_pairs
     from rust_rewards.dry_run import SettingRejected
     from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
     from rust_rewards.forms import control, param_controls, param_panel, problem_field
@@ -49,7 +50,7 @@ with app.setup:
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     PRESETS = ("tiny", "real")
     RESUME_CHOICES = ("auto", "yes", "no")
-    STAGES = ("grpo", "sft")
+    STAGES = ("grpo", "sft", "dpo")
     VLLM_MODES = ("colocate", "server")
     TOOL_MODEL_SUFFIX = "-tools"
     TOOL_WARM_SHARE, TOOL_WARM_STEPS = 0.3, 400
@@ -111,7 +112,8 @@ class TrainParams:
     preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `tiny`: a 0.4M local model on CPU",
                         group="Run", choices=PRESETS)
     stage: str = param("grpo", help="`grpo`: reinforcement learning with cargo rewards; `sft`: supervised training "
-                       "on the verified reference answers", group="Run", choices=STAGES)
+                       "on the verified reference answers; `dpo`: offline preference training on cargo-ranked pairs "
+                       "(`--dpo-pairs`)", group="Run", choices=STAGES)
     output_dir: str = param("outputs/train-real", help="run folder: params, metrics.jsonl, completions, "
                             "checkpoints, adapter/", group="Run", files=RUN_DIRS)
     max_steps: int = param(-1, help="optimizer steps (-1: `num_train_epochs` over the data)", group="Run",
@@ -126,6 +128,10 @@ class TrainParams:
                               "instead of a fresh one", group="Model and data", files=ADAPTER_DIRS)
     data: str = param("qwen3-rust-finetune/processed/train.parquet", help="tasks: parquet/jsonl from "
                       "process_data.py, or a Hugging Face dataset name", group="Model and data", files=TASK_FILES)
+    dpo_pairs: str = param("", help="`--stage dpo`: preference pairs (jsonl/parquet with prompt, chosen, rejected; "
+                           "`rust_rewards.dpo_pairs.build_pairs` + `write_pairs`)", group="Model and data")
+    dpo_beta: float = param(0.1, help="`--stage dpo`: DPO's beta, how far the policy may move from the base model",
+                            group="Model and data", advanced=True, bounds=(0.0, 10.0), step=0.01)
     build_tiny_model: bool = param(False, help="build and warm-start the tiny local model at `model` if missing",
                                    group="Model and data", advanced=True)
     data_split: str = param("", help="split of a Hugging Face dataset (empty: train)", group="Model and data",
@@ -320,6 +326,12 @@ def validate_params(p: TrainParams) -> TrainParams:
     if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
         raise ValueError(f"--init-adapter {p.init_adapter}: no adapter_config.json there (expected a LoRA adapter "
                          "folder such as an SFT run's OUT/adapter)")
+    if p.stage == "dpo" and not p.dpo_pairs:
+        raise ValueError("--dpo-pairs: `--stage dpo` needs a file of preference pairs (rust_rewards.dpo_pairs)")
+    if p.stage == "dpo" and not Path(p.dpo_pairs).is_file():
+        raise ValueError(f"--dpo-pairs {p.dpo_pairs}: no such file")
+    if p.stage == "dpo" and p.feedback_turns:
+        raise ValueError("--feedback-turns: the dpo stage trains on fixed pairs, it runs no rollouts (use 0)")
     room = p.feedback_turns * TOOL_FEEDBACK_TOKENS + 64
     if p.feedback_turns and p.max_completion_length < room:
         raise ValueError(f"--feedback-turns {p.feedback_turns}: the tool's answers (up to {TOOL_FEEDBACK_TOKENS} "
@@ -430,8 +442,8 @@ def resolve_params(params: TrainParams) -> TrainParams:
         model = local_path(model, default_model)
     if Path(data).exists() or data == preset.data:
         data = local_path(data, preset.data)
-    # the supervised stage's default folder is its own: GRPO's default would auto-resume the SFT checkpoints
-    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/sft-{p.preset}"
+    # the sft and dpo stages' default folders are their own: GRPO's default would auto-resume their checkpoints
+    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/{p.stage}-{p.preset}"
     output_dir = local_path(stage_default if p.output_dir == preset.output_dir else p.output_dir, stage_default)
     resolved = dataclasses.replace(
         p,
@@ -444,6 +456,7 @@ def resolve_params(params: TrainParams) -> TrainParams:
         use_vllm=use_vllm,
         oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
         init_adapter=str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
+        dpo_pairs=str(Path(p.dpo_pairs).resolve()) if p.dpo_pairs else "",
         eval_tasks=str(Path(p.eval_tasks).resolve()) if p.eval_tasks else "",
     )
     check_load_in_4bit(resolved)
@@ -861,6 +874,45 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
 
 
 @app.function
+def dpo_config(params: TrainParams):
+    """TRL's ``DPOConfig`` for resolved params: the other stages' optimizer, schedule, batch (pairs per micro-batch),
+    checkpoint and logging settings; sigmoid DPO loss with ``dpo_beta``; no truncation (sampled completions are
+    already bounded by the completion budget they were generated with)."""
+    from trl import DPOConfig
+
+    p = params
+    return DPOConfig(
+        **trainer_args(p),
+        per_device_train_batch_size=p.per_device_train_batch_size,
+        gradient_accumulation_steps=p.gradient_accumulation_steps,
+        beta=p.dpo_beta,
+        max_length=None,
+    )
+
+
+@app.function
+def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]],
+                      progress: Callable[[int, int, dict[str, Any]], None] | None = None):
+    """The ``DPOTrainer`` of the preference stage: same LoRA settings (or ``init_adapter``), same outputs; the
+    reference model is the base with the adapter switched off (TRL's default with PEFT)."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import DPOTrainer
+
+    from rust_rewards.train_callbacks import MetricsFileCallback
+
+    trainer = DPOTrainer(
+        model=trainer_model(p),
+        args=dpo_config(p),
+        train_dataset=Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in pairs]),
+        processing_class=AutoTokenizer.from_pretrained(p.model),
+        peft_config=None if p.init_adapter else lora_config(p),
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p),
+    )
+    return with_our_callbacks_first(trainer)
+
+
+@app.function
 def build_trainer(
     p: TrainParams,
     tasks: Sequence[Task],
@@ -899,7 +951,8 @@ def run_training(
     params: TrainParams,
     progress: Callable[[int, int, dict[str, Any]], None] | None = print_progress,
 ) -> TrainResult:
-    """Train a LoRA adapter with GRPO (``stage="sft"``: supervised, on verified reference answers); write params,
+    """Train a LoRA adapter with GRPO (``stage="sft"``: supervised, on verified reference answers; ``"dpo"``: DPO on
+    the preference pairs of ``dpo_pairs``); write params,
     metrics, completions (GRPO), checkpoints and the adapter.
 
     Under ``accelerate launch`` every process trains and verifies its own completions (the local verifier
@@ -937,10 +990,14 @@ def run_training(
     if sft is not None:
         print(f"supervised stage: {sft.counts()['rows']} verified reference answers of {len(tasks)} tasks; "
               f"skipped: {dict(sft.skipped) or 'none'}", flush=True)
+    pairs = read_pairs(p.dpo_pairs) if p.stage == "dpo" else None
+    if pairs is not None:
+        print(f"preference stage: {len(pairs)} pairs of {len({r.get('task_id') for r in pairs})} prompts from "
+              f"{p.dpo_pairs}", flush=True)
     record = {**dataclasses.asdict(p), "derived": {
         "reward_weights": weights,
         "n_tasks": len(tasks),
-        **({"sft": sft.counts()} if sft is not None else {
+        **({"sft": sft.counts()} if sft is not None else {"dpo": {"pairs": len(pairs)}} if pairs is not None else {
             "prompts_per_step": p.prompts_per_step(),
             "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps}),
         "resumed_from": checkpoint,
@@ -967,6 +1024,8 @@ def run_training(
     try:
         if sft is not None:
             trainer = build_sft_trainer(p, sft.rows, progress)
+        elif pairs is not None:
+            trainer = build_dpo_trainer(p, pairs, progress)
         else:
             trainer = build_trainer(p, tasks, progress, guard)
         trainer.train(resume_from_checkpoint=checkpoint)
@@ -1022,7 +1081,7 @@ def run_dry_run(
         raise SettingRejected(f"--dry-run checks the real preset; the {params.preset} preset runs on CPU as it is")
     if params.stage != "grpo" or params.init_adapter:
         raise SettingRejected("--dry-run checks the GRPO stage from a fresh adapter on a reduced model; run "
-                              "--stage sft / --init-adapter with the tiny preset (or on the GPU) instead")
+                              "--stage sft/dpo / --init-adapter with the tiny preset (or on the GPU) instead")
     try:
         full = gpu_view(params)
         funcs, weights = select_rewards(full)
@@ -1069,8 +1128,8 @@ def run_dry_run(
 def run_dir(p: TrainParams) -> Path:
     """The absolute run folder of ``p``: the preset's default (per stage) under the repository, else as typed."""
     preset = preset_params(p.preset)
-    # the supervised stage's default folder is its own: GRPO's default would auto-resume the SFT checkpoints
-    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/sft-{p.preset}"
+    # the sft and dpo stages' default folders are their own: GRPO's default would auto-resume their checkpoints
+    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/{p.stage}-{p.preset}"
     return Path(local_path(stage_default if p.output_dir == preset.output_dir else p.output_dir, stage_default))
 
 
