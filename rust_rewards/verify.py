@@ -331,7 +331,7 @@ class TestResults:
     checks: OwnTestChecks
 
 
-def run_tests(job: _Job, plan: TestPlan, *, own_expected: bool, hidden_compiled: bool) -> TestResults:
+def run_tests(job: _Job, plan: TestPlan, *, own_expected: int, hidden_compiled: bool) -> TestResults:
     """Delete every source but the model's, make the binaries unreadable, run each planned test in its own
     process (one sandbox call) and judge it by its seal."""
     layout = job.layout
@@ -363,11 +363,10 @@ def run_tests(job: _Job, plan: TestPlan, *, own_expected: bool, hidden_compiled:
     timed = {name.split(":")[0] for name, r in results.items() if r.timed_out}
     own_ran = [t for t in plan.own if not t.ignored]
     own_ok = _passed(results, "test", plan.own)
+    own_passed = sum(ok for ok, t in zip(own_ok, plan.own, strict=True) if not t.ignored)
     own = TestCounts(
-        passed=sum(ok for ok, t in zip(own_ok, plan.own, strict=True) if not t.ignored),
-        failed=len(own_ran) - sum(ok for ok, t in zip(own_ok, plan.own, strict=True) if not t.ignored),
-        ignored=len(plan.own) - len(own_ran), expected=len(own_ran), summary_seen=bool(own_ran),
-        timed_out="test" in timed,
+        passed=own_passed, failed=len(own_ran) - own_passed, ignored=len(plan.own) - len(own_ran),
+        expected=len(own_ran), summary_seen=bool(own_ran), timed_out="test" in timed,
     ) if plan.own else TestCounts(expected=own_expected, timed_out=False)
     hidden = None
     if layout.hidden is not None:
