@@ -22,7 +22,7 @@ from rust_rewards.verify import VerifierConfig
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 RUN = Limits(wall_seconds=3, cpu_seconds=3, memory_mb=2048, file_size_mb=64, processes=32)
 COMPILE = Limits(wall_seconds=2.5, cpu_seconds=30, memory_mb=4096, file_size_mb=512, processes=64)
-"""Short enough that the compile-time blow-ups always time out (never a race with their error after ~6 s)."""
+"""Short enough that the compile-time blow-ups always time out (their own errors come after 30 s and more)."""
 
 ADD_TESTS = HiddenTests("#[test]\nfn h1() {\n    assert_eq!(add(2, 3), 5);\n}\n\n#[test]\nfn h2() {\n"
                         "    assert_eq!(add(-1, 1), 0);\n}\n")
