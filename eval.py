@@ -16,14 +16,14 @@ with app.setup:
     import pandas as pd
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
-    from rust_rewards.forms import check_form, param_controls, param_panel
-    from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
-    from rust_rewards.metrics import ModelSummary, comparison_table, long_metrics, round_metrics, summarize
+    from rust_rewards.data.importers import LOCAL_SUFFIXES, load_tasks
+    from rust_rewards.eval.metrics import ModelSummary, comparison_table, long_metrics, round_metrics, summarize
     from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
-    from rust_rewards.paths import require_file, resolve_files
-    from rust_rewards.progress import marimo_progress
     from rust_rewards.tasks import Task
-    from rust_rewards.verifier import BACKENDS, verifier_for
+    from rust_rewards.ui.forms import check_form, param_controls, param_panel
+    from rust_rewards.ui.paths import require_file, resolve_files
+    from rust_rewards.ui.progress import marimo_progress
+    from rust_rewards.verify.verifier import BACKENDS, verifier_for
 
     log = logging.getLogger("eval")
     ROOT = Path(__file__).resolve().parent
@@ -87,7 +87,7 @@ def params_from_mapping(values: Mapping[str, Any]) -> EvalParams:
 
 @app.function
 def checked_params(params: EvalParams) -> EvalParams:
-    """``params`` with input paths resolved (``rust_rewards.paths``); ``ValueError`` for what the run would refuse
+    """``params`` with input paths resolved (``rust_rewards.ui.paths``); ``ValueError`` for what the run would refuse
     before verifying anything: no predictions file, a missing one, a missing tasks file."""
     params = resolve_files(params, ROOT)
     if not params.predictions:

@@ -13,9 +13,8 @@ with app.setup:
     import marimo as mo
     import pandas as pd
 
-    from rust_rewards.feedback import DEFAULT_MAX_TOKENS
-    from rust_rewards.forms import check_form, param_controls, param_panel
-    from rust_rewards.generation import (
+    from rust_rewards.data.importers import LOCAL_SUFFIXES, load_tasks
+    from rust_rewards.eval.generation import (
         BACKENDS,
         SamplingParams,
         check_compatible,
@@ -26,11 +25,12 @@ with app.setup:
         run_columns,
         vllm_available,
     )
-    from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
     from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
-    from rust_rewards.paths import repo_path, require_file, resolve_files
-    from rust_rewards.progress import marimo_progress
+    from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
     from rust_rewards.tasks import Task
+    from rust_rewards.ui.forms import check_form, param_controls, param_panel
+    from rust_rewards.ui.paths import repo_path, require_file, resolve_files
+    from rust_rewards.ui.progress import marimo_progress
 
     log = logging.getLogger("inference")
     ROOT = Path(__file__).resolve().parent
@@ -132,7 +132,7 @@ def params_from_mapping(values: Mapping[str, Any]) -> InferenceParams:
 
 @app.function
 def checked_params(params: InferenceParams) -> InferenceParams:
-    """``params`` with input paths resolved (``rust_rewards.paths``; the model too when it is a local folder);
+    """``params`` with input paths resolved (``rust_rewards.ui.paths``; the model too when it is a local folder);
     ``ValueError`` for what the run would refuse before loading the model: sampling settings that do not go
     together (greedy with n > 1), a missing tasks file."""
     params = dataclasses.replace(resolve_files(params, ROOT), model=repo_path(params.model, ROOT))

@@ -22,14 +22,14 @@ with app.setup:
     import pyarrow as pa
 
     from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
-    from rust_rewards.forms import check_form, param_controls, param_panel
-    from rust_rewards.importers import LOCAL_SUFFIXES, load_tasks
+    from rust_rewards.data.importers import LOCAL_SUFFIXES, load_tasks
     from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
-    from rust_rewards.paths import require_file, resolve_files
-    from rust_rewards.progress import marimo_progress
     from rust_rewards.prompts import chat_messages
     from rust_rewards.tasks import TASK_COLUMNS, Task
-    from rust_rewards.verifier import BACKENDS
+    from rust_rewards.ui.forms import check_form, param_controls, param_panel
+    from rust_rewards.ui.paths import require_file, resolve_files
+    from rust_rewards.ui.progress import marimo_progress
+    from rust_rewards.verify.verifier import BACKENDS
 
     DEFAULT_SOURCE = "qwen3-rust-finetune/bundled_tasks.jsonl"
     DEFAULT_TOKENIZER = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
@@ -278,7 +278,7 @@ def verify_tasks(tasks: list[Task], *, enabled: bool = True, workers: int = 0, b
         stats["checked"] = 0
         return StageResult("verify", params, list(tasks), stats=stats,
                            seconds=time.perf_counter() - start)
-    from rust_rewards.verifier import verifier_for
+    from rust_rewards.verify.verifier import verifier_for
 
     verifier = verifier_for(workers, backend, ray_address)
     reports = verifier.verify_many(
@@ -486,7 +486,7 @@ def run_pipeline(params: Params, progress: Callable[[int, int], None] | bool | N
 
 @app.function
 def checked_params(params: Params) -> Params:
-    """``params`` with the source path resolved (``rust_rewards.paths``; not a path in an Oxen repo);
+    """``params`` with the source path resolved (``rust_rewards.ui.paths``; not a path in an Oxen repo);
     ``ValueError`` for what the run would refuse, before verifying anything: a missing local source file or
     tokenizer folder."""
     if not params.oxen_repo:

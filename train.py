@@ -20,20 +20,18 @@ with app.setup:
 
     from rust_rewards.atomic import replace_dir
     from rust_rewards.cpus import cpu_share
-    from rust_rewards.dpo_pairs import read_pairs
-    from rust_rewards.dry_run import SettingRejected
-    from rust_rewards.feedback_tool import TOOL_FEEDBACK_TOKENS
-    from rust_rewards.forms import control, param_controls, param_panel, problem_field
-    from rust_rewards.importers import load_tasks
+    from rust_rewards.data.dpo_pairs import read_pairs
+    from rust_rewards.data.importers import load_tasks
+    from rust_rewards.data.sft_rows import SFTSet, sft_rows
     from rust_rewards.params import coerce_value, exit_with_usage_if_asked, fill_params, flag_name, info_of, param
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
     from rust_rewards.report import Report
     from rust_rewards.rewards import DEFAULT_WEIGHTS, REWARD_FUNCS
-    from rust_rewards.run_logs import PARAMS_FILE, PARAMS_HISTORY_FILE, STOP_FILE, load_params, param_changes
-    from rust_rewards.sft import SFTSet, sft_rows
+    from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
+    from rust_rewards.runs.records import PARAMS_FILE, PARAMS_HISTORY_FILE, STOP_FILE, load_params, param_changes
     from rust_rewards.tasks import Task
-    from rust_rewards.tiny_model import WarmStart, build_tiny_model
-    from rust_rewards.train_logging import (
+    from rust_rewards.train.dry_run import SettingRejected
+    from rust_rewards.train.recording import (
         METRICS_FILE,
         TASK_KWARGS,
         InfraGuard,
@@ -42,9 +40,11 @@ with app.setup:
         format_log_line,
         record_start,
     )
-    from rust_rewards.verifier import BACKENDS as VERIFIER_BACKENDS
-    from rust_rewards.verifier import verifier_for
-    from rust_rewards.verify import MODES as VERIFIER_MODES
+    from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
+    from rust_rewards.ui.forms import control, param_controls, param_panel, problem_field
+    from rust_rewards.verify.single import MODES as VERIFIER_MODES
+    from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
+    from rust_rewards.verify.verifier import verifier_for
 
     ROOT = Path(__file__).resolve().parent
     REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
@@ -55,7 +55,7 @@ with app.setup:
     TOOL_MODEL_SUFFIX = "-tools"
     TOOL_WARM_SHARE, TOOL_WARM_STEPS = 0.3, 400
     """The tiny model for ``--feedback-turns``: 30% of its warm-start prompts also taught to call ``cargo_check``,
-    400 steps (``rust_rewards.tiny_model.tool_pairs``)."""
+    400 steps (``rust_rewards.train.tiny_model.tool_pairs``)."""
     LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
     SCALE_REWARDS = ("group", "batch", "none")
     LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial",
@@ -104,7 +104,7 @@ class TrainParams:
     A verification that fails for infrastructure reasons (``Report.internal_error``: sandbox, toolchain,
     verifier crash) scores None; training stops with ``InfrastructureError`` past the ``max_internal_error_*``
     limits, keeping the last checkpoint. ``feedback_turns`` K > 0: each rollout may call the ``cargo_check`` tool
-    up to K times before its final answer, which alone is rewarded (``rust_rewards.feedback_tool``); the tiny
+    up to K times before its final answer, which alone is rewarded (``rust_rewards.rewards.cargo_tool``); the tiny
     preset then builds ``outputs/tiny-model-tools``, warm-started to call the tool. ``load_in_4bit`` (QLoRA): the
     base model's linear layers in bitsandbytes NF4 on a CUDA GPU, generation without vLLM (``check_load_in_4bit``).
     """
@@ -129,7 +129,7 @@ class TrainParams:
     data: str = param("qwen3-rust-finetune/processed/train.parquet", help="tasks: parquet/jsonl from "
                       "process_data.py, or a Hugging Face dataset name", group="Model and data", files=TASK_FILES)
     dpo_pairs: str = param("", help="`--stage dpo`: preference pairs (jsonl/parquet with prompt, chosen, rejected; "
-                           "`rust_rewards.dpo_pairs.build_pairs` + `write_pairs`)", group="Model and data")
+                           "`rust_rewards.data.dpo_pairs.build_pairs` + `write_pairs`)", group="Model and data")
     dpo_beta: float = param(0.1, help="`--stage dpo`: DPO's beta, how far the policy may move from the base model",
                             group="Model and data", advanced=True, bounds=(0.0, 10.0), step=0.01)
     build_tiny_model: bool = param(False, help="build and warm-start the tiny local model at `model` if missing",
@@ -327,7 +327,7 @@ def validate_params(p: TrainParams) -> TrainParams:
         raise ValueError(f"--init-adapter {p.init_adapter}: no adapter_config.json there (expected a LoRA adapter "
                          "folder such as an SFT run's OUT/adapter)")
     if p.stage == "dpo" and not p.dpo_pairs:
-        raise ValueError("--dpo-pairs: `--stage dpo` needs a file of preference pairs (rust_rewards.dpo_pairs)")
+        raise ValueError("--dpo-pairs: `--stage dpo` needs a file of preference pairs (rust_rewards.data.dpo_pairs)")
     if p.stage == "dpo" and not Path(p.dpo_pairs).is_file():
         raise ValueError(f"--dpo-pairs {p.dpo_pairs}: no such file")
     if p.stage == "dpo" and p.feedback_turns:
@@ -586,7 +586,7 @@ def trainer_args(p: TrainParams) -> dict[str, Any]:
 def run_callbacks(p: TrainParams, log: Any, progress: Callable[[int, int, dict[str, Any]], None] | None) -> list[Any]:
     """A run's callbacks: its ``metrics.jsonl`` writer, the stop-file check, then progress lines; sets the wandb
     project when logging."""
-    from rust_rewards.train_callbacks import ProgressCallback, StopFileCallback
+    from rust_rewards.train.callbacks import ProgressCallback, StopFileCallback
 
     if p.wandb:
         os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
@@ -595,14 +595,14 @@ def run_callbacks(p: TrainParams, log: Any, progress: Callable[[int, int, dict[s
 
 @app.function
 def eval_callbacks(p: TrainParams) -> list[Any]:
-    """The held-out evaluation callback (``rust_rewards.train_eval``) when ``--eval-tasks`` is set, else none:
+    """The held-out evaluation callback (``rust_rewards.train.evaluation``) when ``--eval-tasks`` is set, else none:
     its tasks (the first ``eval_limit``), its own copy of the tokenizer, the rollouts' temperature and top-p."""
     if not p.eval_tasks:
         return []
     from transformers import AutoTokenizer
 
-    from rust_rewards.generation import SamplingParams
-    from rust_rewards.train_eval import HeldOutEvalCallback
+    from rust_rewards.eval.generation import SamplingParams
+    from rust_rewards.train.evaluation import HeldOutEvalCallback
 
     tasks = list(load_tasks(p.eval_tasks))
     tasks = tasks[: p.eval_limit] if p.eval_limit > 0 else tasks
@@ -860,7 +860,7 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
-    from rust_rewards.train_callbacks import MetricsFileCallback
+    from rust_rewards.train.callbacks import MetricsFileCallback
 
     trainer = SFTTrainer(
         model=trainer_model(p),
@@ -899,7 +899,7 @@ def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]],
     from transformers import AutoTokenizer
     from trl import DPOTrainer
 
-    from rust_rewards.train_callbacks import MetricsFileCallback
+    from rust_rewards.train.callbacks import MetricsFileCallback
 
     trainer = DPOTrainer(
         model=trainer_model(p),
@@ -926,8 +926,8 @@ def build_trainer(
     """
     from trl import GRPOTrainer
 
-    from rust_rewards.feedback_tool import cargo_check
-    from rust_rewards.train_callbacks import RunLogCallback
+    from rust_rewards.rewards.cargo_tool import cargo_check
+    from rust_rewards.train.callbacks import RunLogCallback
 
     funcs, weights = select_rewards(p)
     recorder = RewardRecorder(funcs)
@@ -1069,13 +1069,13 @@ def run_dry_run(
 
     Builds the full run's ``GRPOConfig`` (vLLM fields included), ``LoraConfig`` and, with ``load_in_4bit``, its
     ``BitsAndBytesConfig``, and prints its GPU plan (an estimate), then trains a copy reduced only where a CPU must
-    (``rust_rewards.dry_run.reduce_params``, printed) for one step with checkpoint-1 and resumes it to step 2, in
+    (``rust_rewards.train.dry_run.reduce_params``, printed) for one step with checkpoint-1 and resumes it to step 2, in
     ``outputs/dry-run`` (or ``<output_dir>/dry-run`` for a non-default ``--output-dir``). Raises
     ``SettingRejected`` for a setting the full run would reject.
     """
     import torch
 
-    from rust_rewards import dry_run as dr
+    from rust_rewards.train import dry_run as dr
 
     if params.preset != "real":
         raise SettingRejected(f"--dry-run checks the real preset; the {params.preset} preset runs on CPU as it is")
@@ -1236,7 +1236,7 @@ def live_chart(metrics):
     import altair as alt
     import pandas as pd
 
-    from rust_rewards.run_logs import metric_series, reward_series
+    from rust_rewards.runs.records import metric_series, reward_series
 
     series = metric_series(metrics, {"reward (weighted total)": "reward", "loss": "loss"})
     rewards = reward_series(metrics)
@@ -1255,7 +1255,7 @@ def job_view(job: TrainJob, stop_button: Any):
     """Progress, the live reward chart, the stop button and the end of the run's log."""
     import pandas as pd
 
-    from rust_rewards.run_logs import load_metrics
+    from rust_rewards.runs.records import load_metrics
 
     metrics_file = job.output_dir / METRICS_FILE
     metrics = load_metrics(job.output_dir) if metrics_file.is_file() else pd.DataFrame()

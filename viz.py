@@ -12,9 +12,8 @@ with app.setup:
     import marimo as mo
     import pandas as pd
 
-    from rust_rewards.extract import extract_rust
-    from rust_rewards.metrics import comparison_table, round_metrics
-    from rust_rewards.run_logs import (
+    from rust_rewards.eval.metrics import comparison_table, round_metrics
+    from rust_rewards.runs.records import (
         ANY_CODE,
         NO_CODE,
         EvalLogs,
@@ -38,6 +37,7 @@ with app.setup:
         top_error_codes,
         verify_health,
     )
+    from rust_rewards.rust.extract import extract_rust
 
     alt.data_transformers.disable_max_rows()
     REFRESH_OPTIONS = ["5s", "10s", "30s", "1m", "5m"]

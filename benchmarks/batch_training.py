@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rust_rewards.atomic import write_text_atomic  # noqa: E402
-from rust_rewards.tiny_model import BUILTIN_EXEMPLARS  # noqa: E402
+from rust_rewards.train.tiny_model import BUILTIN_EXEMPLARS  # noqa: E402
 
 MODES = ("direct", "batch")
 

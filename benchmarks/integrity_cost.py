@@ -22,11 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import rust_rewards.batch as batch  # noqa: E402
-import rust_rewards.verify as verify  # noqa: E402
-from rust_rewards.extract import extract_rust  # noqa: E402
+import rust_rewards.verify.batch as batch  # noqa: E402
+import rust_rewards.verify.single as verify  # noqa: E402
+from rust_rewards.rust.extract import extract_rust  # noqa: E402
 from rust_rewards.tasks import HiddenTests  # noqa: E402
-from rust_rewards.verifier import Verifier  # noqa: E402
+from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 FORGERY = ROOT / "tests" / "adversarial" / "forgery"
 

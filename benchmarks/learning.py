@@ -29,8 +29,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rust_rewards.importers import load_tasks  # noqa: E402
-from rust_rewards.metrics import wilson_interval  # noqa: E402
+from rust_rewards.data.importers import load_tasks  # noqa: E402
+from rust_rewards.eval.metrics import wilson_interval  # noqa: E402
 from rust_rewards.rewards import MAX_TOTAL  # noqa: E402
 
 TASKS = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    from rust_rewards.tiny_model import build_tiny_model
+    from rust_rewards.train.tiny_model import build_tiny_model
 
     model = str(build_tiny_model(ROOT / args.model))
     splits = split(args.seed)

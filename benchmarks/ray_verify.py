@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rust_rewards.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, report_verdict  # noqa: E402
 from rust_rewards.cpus import usable_cpus  # noqa: E402
-from rust_rewards.ray_verifier import RayVerifier  # noqa: E402
-from rust_rewards.verifier import Verifier  # noqa: E402
+from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, report_verdict  # noqa: E402
+from rust_rewards.verify.ray import RayVerifier  # noqa: E402
+from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,9 +23,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rust_rewards.importers import load_file  # noqa: E402
-from rust_rewards.verifier import Verifier  # noqa: E402
-from rust_rewards.verify import VerifierConfig  # noqa: E402
+from rust_rewards.data.importers import load_file  # noqa: E402
+from rust_rewards.verify.single import VerifierConfig  # noqa: E402
+from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 
 def _steps(run: Path, spec: str | None) -> list[Path]:

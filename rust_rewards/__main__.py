@@ -3,7 +3,7 @@
 A ``.rs`` file is scored as Rust source; any other file as a model completion (its ```rust blocks). With
 ``--mode batch`` the files are verified as one batch, as training verifies a step's completions (how many were
 combined is printed to stderr).
-``python -m rust_rewards bench`` runs the throughput benchmark (see ``rust_rewards.bench``).
+``python -m rust_rewards bench`` runs the throughput benchmark (see ``rust_rewards.verify.bench``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.toolchain import ToolchainError
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import MODES, VerifierConfig
+from rust_rewards.verify.single import MODES, VerifierConfig
+from rust_rewards.verify.toolchain import ToolchainError
+from rust_rewards.verify.verifier import Verifier
 
 
 def check_record(path: str, report) -> dict:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     try:
         if args.command == "bench":
-            from rust_rewards.bench import main as bench_main
+            from rust_rewards.verify.bench import main as bench_main
 
             return bench_main(rest)
         if rest:

@@ -3,7 +3,7 @@
 A notebook's parameter dataclass declares each field with ``param(...)``: its default plus a ``ParamInfo``
 (one-line help, group, choices, bounds, existing-file patterns). ``fill_params`` turns ``mo.cli_args()`` or form
 values into the dataclass with the same checks and the same error messages (naming ``--flag``) for both;
-``rust_rewards.forms`` builds the typed controls from the same definitions.
+``rust_rewards.ui.forms`` builds the typed controls from the same definitions.
 """
 
 from __future__ import annotations

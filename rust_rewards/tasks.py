@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rust_rewards.source import tokenize
+from rust_rewards.rust.lexer import tokenize
 
 TEST_SHAPES = ("unit", "integration", "main", "none")
 """How a task's reference tests are shaped.

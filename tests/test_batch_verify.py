@@ -1,4 +1,4 @@
-"""Batch mode (``rust_rewards.batch``): completions verified together in one crate get exactly the reports
+"""Batch mode (``rust_rewards.verify.batch``): completions verified together in one crate get exactly the reports
 they get alone, whatever their neighbours; everything that could differ falls back to the direct path."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards.batch import blocker, verify_batch
-from rust_rewards.bench import DEFAULT_CORPUS, grpo_batch, load_corpus
-from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
-from rust_rewards.sandbox import Limits
+from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.verify.batch import blocker, verify_batch
+from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus
+from rust_rewards.verify.sandbox import Limits
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.verifier import Verifier
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 RUN = Limits(wall_seconds=3, cpu_seconds=3, memory_mb=2048, file_size_mb=64, processes=32)
@@ -250,7 +250,7 @@ def test_verifier_batch_mode_caches_and_counts():
 
 
 def test_train_py_picks_the_verifier_mode():
-    from rust_rewards.verifier import configure_verifier, get_verifier, verifier_for
+    from rust_rewards.verify.verifier import configure_verifier, get_verifier, verifier_for
     from train import params_from_mapping, resolve_params
 
     with pytest.raises(ValueError, match="--verifier-mode: expected one of"):
@@ -268,7 +268,7 @@ def test_exemplar_tasks_of_the_training_benchmark_are_solved_by_their_references
     """benchmarks/batch_training.py --tasks exemplar: valid task rows whose references pass their hidden tests."""
     import importlib.util
 
-    from rust_rewards.importers import load_file
+    from rust_rewards.data.importers import load_file
 
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "batch_training.py"
     spec = importlib.util.spec_from_file_location("batch_training", path)

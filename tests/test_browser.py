@@ -30,7 +30,7 @@ from browser import (
     wait_for_charts,
 )
 
-from rust_rewards.run_logs import inspect_run, load_run
+from rust_rewards.runs.records import inspect_run, load_run
 from rust_rewards.tasks import Task
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,7 @@ def tiny_run(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def eval_dir(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An eval dir written by eval.py's functions: two models scored by the real verifier."""
     from eval import score_predictions, write_outputs
-    from rust_rewards.metrics import summarize
+    from rust_rewards.eval.metrics import summarize
 
     tasks = [Task(task_id=f"add_{i}", prompt="Write `pub fn add(a: i32, b: i32) -> i32`.",
                   reference_tests=HIDDEN, test_shape="unit") for i in range(3)]

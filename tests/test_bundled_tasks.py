@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards.source import tokenize
+from rust_rewards.rust.lexer import tokenize
 from rust_rewards.tasks import TASK_COLUMNS, Task
 
 BUNDLED = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
@@ -143,7 +143,7 @@ def test_prompts_name_every_public_item(tasks):
 
 @pytest.fixture(scope="module")
 def verifier():
-    from rust_rewards.verifier import get_verifier
+    from rust_rewards.verify.verifier import get_verifier
 
     return get_verifier()
 

@@ -1,17 +1,17 @@
-"""Preference pairs ranked by real cargo reports (``rust_rewards.dpo_pairs``) and ``train.py --stage dpo``."""
+"""Preference pairs ranked by real cargo reports (``rust_rewards.data.dpo_pairs``) and ``train.py --stage dpo``."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from rust_rewards.dpo_pairs import FORMAT_REWARDS, PairRule, build_pairs, read_pairs, write_pairs
-from rust_rewards.extract import extract_rust
-from rust_rewards.importers import load_tasks
+from rust_rewards.data.dpo_pairs import FORMAT_REWARDS, PairRule, build_pairs, read_pairs, write_pairs
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.data.sft_rows import sft_answer
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.rewards import rewards_from_report, weighted_total
-from rust_rewards.sft import sft_answer
-from rust_rewards.verifier import Verifier
+from rust_rewards.rust.extract import extract_rust
+from rust_rewards.verify.verifier import Verifier
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
@@ -117,7 +117,7 @@ def test_unknown_task_and_internal_errors(rows, tasks):
 def test_pairs_from_predictions_verify_then_rank(rows, tasks, tmp_path):
     import pandas as pd
 
-    from rust_rewards.dpo_pairs import main
+    from rust_rewards.data.dpo_pairs import main
 
     predictions = [{"task_id": r["task_id"], "completion": r["completion"]} for r in rows]  # sample: the row's rank
     path = tmp_path / "preds.parquet"

@@ -19,9 +19,9 @@ from trl import GRPOConfig
 
 import train
 from rust_rewards.cpus import cpu_has_native_bf16
-from rust_rewards.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
-from rust_rewards.gpu_plan import CARDS, RunShape
 from rust_rewards.rewards import REWARD_FUNCS
+from rust_rewards.train.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
+from rust_rewards.train.gpu_plan import CARDS, RunShape
 from train import (
     TrainParams,
     check_load_in_4bit,
@@ -79,7 +79,7 @@ def test_plan_and_reductions_from_params(tmp_path):
 
 
 def test_without_native_bf16_the_dry_run_computes_in_fp32(tmp_path, monkeypatch):
-    import rust_rewards.dry_run as dr
+    import rust_rewards.train.dry_run as dr
 
     p = real(tmp_path)
     monkeypatch.setattr(dr, "cpu_has_native_bf16", lambda: False)
@@ -260,7 +260,7 @@ def test_load_in_4bit_configs_plan_and_reduction(tmp_path):
 
 def test_load_in_4bit_dry_run_prints_the_4bit_plan_and_config(tmp_path, monkeypatch, capsys):
     """What ``--dry-run --load-in-4bit`` prints before its CPU leg (stopped here at ``prepare_dir``)."""
-    import rust_rewards.dry_run as dr
+    import rust_rewards.train.dry_run as dr
 
     class Stop(Exception):
         pass

@@ -24,11 +24,11 @@ from eval import (
     run_eval,
     score_predictions,
 )
-from rust_rewards.forms import param_controls
-from rust_rewards.importers import load_tasks
-from rust_rewards.metrics import RoundSummary, comparison_table, summarize, summarize_model
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.eval.metrics import RoundSummary, comparison_table, summarize, summarize_model
 from rust_rewards.report import Report
-from rust_rewards.run_logs import load_eval
+from rust_rewards.runs.records import load_eval
+from rust_rewards.ui.forms import param_controls
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"

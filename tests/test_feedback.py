@@ -6,12 +6,13 @@ import doctest
 
 import pytest
 
-from rust_rewards import diagnostics, feedback
-from rust_rewards.bench import DEFAULT_CORPUS, load_corpus
-from rust_rewards.feedback import NO_CODE_MESSAGE, approx_tokens, feedback_message, visible_view
 from rust_rewards.report import Report
+from rust_rewards.rewards import feedback
+from rust_rewards.rewards.feedback import NO_CODE_MESSAGE, approx_tokens, feedback_message, visible_view
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
+from rust_rewards.verify import diagnostics
+from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus
+from rust_rewards.verify.verifier import Verifier
 
 CORPUS = dict(load_corpus(DEFAULT_CORPUS))
 SECRET = "SECRET_EXPECTATION"

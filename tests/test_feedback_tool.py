@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rust_rewards.extract import completion_text
-from rust_rewards.feedback_tool import (
+from rust_rewards.report import Report
+from rust_rewards.rewards.cargo_tool import (
     NO_CODE,
     TOOL_NAME,
     cargo_check,
@@ -20,8 +20,8 @@ from rust_rewards.feedback_tool import (
     tool_use,
     visible_level,
 )
-from rust_rewards.report import Report
-from rust_rewards.verifier import get_verifier
+from rust_rewards.rust.extract import completion_text
+from rust_rewards.verify.verifier import get_verifier
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"

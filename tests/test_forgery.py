@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rust_rewards.rewards import rewards_from_report
-from rust_rewards.source import forbidden_calls, tokenize
+from rust_rewards.rust.lexer import forbidden_calls, tokenize
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.verifier import Verifier
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).parent / "adversarial" / "forgery"

@@ -10,8 +10,8 @@ from peft import LoraConfig, get_peft_model
 from transformers import Qwen2ForCausalLM
 from transformers.quantizers.base import get_keys_to_not_convert
 
-from rust_rewards.gpu_plan import CARDS, GIB, ModelShape, RunShape, fixes, format_plan, memory_rows, plan
-from rust_rewards.tiny_model import qwen_shape_config
+from rust_rewards.train.gpu_plan import CARDS, GIB, ModelShape, RunShape, fixes, format_plan, memory_rows, plan
+from rust_rewards.train.tiny_model import qwen_shape_config
 
 REAL = RunShape(micro_batch=8, completions_per_step=32, prompt_tokens=512, completion_tokens=768, lora_r=16)
 

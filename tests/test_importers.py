@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rust_rewards.importers import (
+from rust_rewards.data.importers import (
     TaskDataError,
     TaskSourceError,
     detect_format,
@@ -220,7 +220,7 @@ def _offline_env(tmp_path: Path) -> dict[str, str]:
 
 def _load_in_subprocess(tmp_path: Path, call: str) -> str:
     code = (
-        "from rust_rewards.importers import TaskSourceError, load_tasks\n"
+        "from rust_rewards.data.importers import TaskSourceError, load_tasks\n"
         f"try:\n    {call}\nexcept TaskSourceError as err:\n    print('ERROR:', err)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], env=_offline_env(tmp_path), cwd=tmp_path,

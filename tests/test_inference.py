@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from inference import InferenceParams, checked_params, params_from_mapping, read_tasks, run_inference, run_summary
-from rust_rewards.forms import check_form, param_controls
-from rust_rewards.generation import (
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.eval.generation import (
     PREDICTION_COLUMNS,
     HFGenerator,
     SamplingParams,
@@ -22,10 +22,10 @@ from rust_rewards.generation import (
     prediction_columns,
     render_chat,
 )
-from rust_rewards.importers import load_tasks
 from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.tasks import Task
-from rust_rewards.verifier import Verifier
+from rust_rewards.ui.forms import check_form, param_controls
+from rust_rewards.verify.verifier import Verifier
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "qwen3-rust-finetune" / "bundled_tasks.jsonl"

@@ -13,8 +13,8 @@ import pytest
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial" / "integrity"
 FORGERY = Path(__file__).parent / "adversarial" / "forgery"

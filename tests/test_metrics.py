@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from rust_rewards.metrics import (
+from rust_rewards.eval.metrics import (
     bootstrap_interval,
     comparison_table,
     hack_flags,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards.mutants import mutants
+from rust_rewards.rust.mutants import mutants
 
 BUNDLED = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 
@@ -170,8 +170,8 @@ def test_every_bundled_task_has_mutants():
 def test_hidden_tests_kill_one_of_the_first_six_mutants_of_nine_in_ten_tasks():
     """Verify mutant k of every task not yet killed, k = 0..5: a kill builds and fails a hidden test."""
     from rust_rewards.tasks import Task
-    from rust_rewards.verifier import Verifier
-    from rust_rewards.verify import VerifierConfig
+    from rust_rewards.verify.single import VerifierConfig
+    from rust_rewards.verify.verifier import Verifier
 
     tasks = [Task.from_row(row) for row in load_rows()]
     candidates = {t.task_id: mutants(t.reference_code, 6) for t in tasks}

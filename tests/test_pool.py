@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards import sandbox
 from rust_rewards.cpus import usable_cpus
-from rust_rewards.sandbox import RUN_LIMITS, UID_BASE, UID_BLOCK, Step, UidBlocks, detect_isolation, slot_uid
-from rust_rewards.verifier import Verifier
+from rust_rewards.verify import sandbox
+from rust_rewards.verify.sandbox import RUN_LIMITS, UID_BASE, UID_BLOCK, Step, UidBlocks, detect_isolation, slot_uid
+from rust_rewards.verify.verifier import Verifier
 
 ROOT = Path(__file__).resolve().parent.parent
 AFFINITY = len(os.sched_getaffinity(0))

@@ -33,11 +33,11 @@ from process_data import (
 )
 from rust_rewards import report as rr
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
-from rust_rewards.forms import param_controls
-from rust_rewards.importers import load_tasks
+from rust_rewards.data.importers import load_tasks
 from rust_rewards.prompts import chat_messages
 from rust_rewards.tasks import TASK_COLUMNS, Task
-from rust_rewards.tiny_model import train_tokenizer
+from rust_rewards.train.tiny_model import train_tokenizer
+from rust_rewards.ui.forms import param_controls
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
@@ -302,7 +302,7 @@ def test_verify_exercism_references_integration_edition_2024():
     assert (dropped.task_id, dropped.reason) == ("leap-stub", "test_failure")
     assert calls and calls[-1] == (6, 6)
     # every test ran, ignored ones included (`-- --include-ignored`)
-    from rust_rewards.verifier import get_verifier
+    from rust_rewards.verify.verifier import get_verifier
 
     bob = by_slug["bob"]
     report = get_verifier().verify(bob.reference_code, bob.hidden_tests(), raw_code=True)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards.bench import DEFAULT_CORPUS, load_corpus, report_verdict
-from rust_rewards.ray_verifier import RayUnreachable, RayVerifier, connect
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
+from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus, report_verdict
+from rust_rewards.verify.ray import RayUnreachable, RayVerifier, connect
+from rust_rewards.verify.verifier import Verifier
 
 ray = pytest.importorskip("ray")
 
@@ -194,7 +194,7 @@ def test_a_token_auth_cluster_needs_its_mode_and_token_and_says_so():
     port = free_port()
     token = os.urandom(16).hex()
     start_head(port, {**NO_AUTH, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
-    probe = ("from rust_rewards.ray_verifier import connect, RayUnreachable\n"
+    probe = ("from rust_rewards.verify.ray import connect, RayUnreachable\n"
              "import ray\n"
              "try:\n"
              f"    connect('127.0.0.1:{port}')\n"
@@ -219,8 +219,8 @@ def test_eval_and_process_data_verify_on_the_cluster(cluster):
 
     from eval import score_predictions
     from process_data import verify_tasks
-    from rust_rewards.importers import load_tasks
-    from rust_rewards.verifier import configure_verifier, get_verifier
+    from rust_rewards.data.importers import load_tasks
+    from rust_rewards.verify.verifier import configure_verifier, get_verifier
 
     tasks = load_tasks(ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl")[:6]
     predictions = pd.DataFrame({"model": "m", "task_id": [t.task_id for t in tasks], "sample": 0,
@@ -242,7 +242,7 @@ def test_training_rewards_come_from_the_cluster(cluster, tmp_path, tiny_model_di
     """``train.py --verifier ray``: a tiny GRPO step whose every completion was verified by the Ray actors."""
     import pandas as pd
 
-    from rust_rewards.verifier import configure_verifier, get_verifier
+    from rust_rewards.verify.verifier import configure_verifier, get_verifier
     from train import params_from_mapping, run_training
 
     params = params_from_mapping({"preset": "tiny", "model": str(tiny_model_dir), "output-dir": str(tmp_path / "run"),

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards import sandbox
 from rust_rewards.rewards import rewards_from_report
-from rust_rewards.sandbox import Limits, SandboxError, Step, detect_isolation
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.verify import sandbox
+from rust_rewards.verify.sandbox import Limits, SandboxError, Step, detect_isolation
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial"
 COMPILE = Limits(wall_seconds=20, cpu_seconds=20, memory_mb=4096, file_size_mb=512, processes=64)

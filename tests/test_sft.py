@@ -10,9 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rust_rewards.extract import extract_rust
+from rust_rewards.data.sft_rows import sft_answer, sft_rows
 from rust_rewards.prompts import SYSTEM_PROMPT
-from rust_rewards.sft import sft_answer, sft_rows
+from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import Task
 from train import params_from_mapping, resolve_params, run_training
 
@@ -94,7 +94,7 @@ def test_sft_moves_the_answer_format_of_the_tiny_model(tmp_path, tiny_model_dir)
     model learns their longer layout, which it cannot finish within 128 tokens; see README)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rust_rewards.importers import load_tasks
+    from rust_rewards.data.importers import load_tasks
     from rust_rewards.prompts import chat_messages
 
     out = tmp_path / "sft"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards.signatures import ItemCheck, check_items, required_items
+from rust_rewards.rust.signatures import ItemCheck, check_items, required_items
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = [json.loads(line) for line in (ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl").read_text().splitlines()]

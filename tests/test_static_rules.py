@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rust_rewards import source as rust_source
-from rust_rewards.source import Token, _attribute_names, analyse, forbidden_calls, strip_test_code, tokenize
+from rust_rewards.rust import lexer as rust_source
+from rust_rewards.rust.lexer import Token, _attribute_names, analyse, forbidden_calls, strip_test_code, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).parent / "adversarial" / "static"

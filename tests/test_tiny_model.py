@@ -10,11 +10,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2ForCausalLM
 
-from rust_rewards.extract import extract_rust
-from rust_rewards.importers import TaskSourceError, load_file
+from rust_rewards.data.importers import TaskSourceError, load_file
 from rust_rewards.prompts import chat_messages
+from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import Task
-from rust_rewards.tiny_model import (
+from rust_rewards.train.tiny_model import (
     BUILTIN_EXEMPLARS,
     BUNDLED_TASKS,
     MARKER,
@@ -26,7 +26,7 @@ from rust_rewards.tiny_model import (
     train_warm_start,
     warm_start_pairs,
 )
-from rust_rewards.verifier import get_verifier
+from rust_rewards.verify.verifier import get_verifier
 
 SMALL = {"hidden_size": 32, "num_layers": 1, "vocab_size": 512, "seed": 1}
 QUICK = WarmStart(steps=3, batch_size=4)

@@ -22,18 +22,18 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 from transformers.integrations import WandbCallback
 
-import rust_rewards.verifier as verifier_module
+import rust_rewards.verify.verifier as verifier_module
 from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
 from rust_rewards.tasks import Task
-from rust_rewards.train_callbacks import RunLogCallback
-from rust_rewards.train_logging import (
+from rust_rewards.train.callbacks import RunLogCallback
+from rust_rewards.train.recording import (
     InfrastructureError,
     RewardBatch,
     RewardRecorder,
     format_log_line,
 )
-from rust_rewards.verifier import Verifier
+from rust_rewards.verify.verifier import Verifier
 from train import (
     TrainParams,
     build_trainer,
@@ -402,7 +402,7 @@ def test_script_exits_with_the_infrastructure_message(workdir, tasks_file, tiny_
     out = workdir / "broken-cli"
     script = (
         "import runpy, sys\n"
-        "import rust_rewards.verifier as v\n"
+        "import rust_rewards.verify.verifier as v\n"
         "def down(*a, **k):\n"
         f"    raise OSError({SANDBOX_DOWN!r})\n"
         "v.verify_code = down\n"

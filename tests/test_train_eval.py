@@ -1,4 +1,4 @@
-"""Held-out evaluation during training (``train.py --eval-tasks``, ``rust_rewards.train_eval``)."""
+"""Held-out evaluation during training (``train.py --eval-tasks``, ``rust_rewards.train.evaluation``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from rust_rewards.report import Report
-from rust_rewards.run_logs import load_metrics
-from rust_rewards.train_eval import EVAL_KEYS, eval_file, eval_metrics, eval_mode, preserved_rng
+from rust_rewards.runs.records import load_metrics
+from rust_rewards.train.evaluation import EVAL_KEYS, eval_file, eval_metrics, eval_mode, preserved_rng
 from train import params_from_mapping, run_training, validate_params
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,7 +130,7 @@ def test_eval_does_not_change_the_training_trajectory(runs):
 
 def test_viz_draws_the_held_out_curve_only_when_logged(tmp_path):
     import viz
-    from rust_rewards.train_logging import append_metrics
+    from rust_rewards.train.recording import append_metrics
 
     for step in (1, 2, 3, 4):
         append_metrics(tmp_path, step, {"reward": 0.1 * step, "loss": 0.0})

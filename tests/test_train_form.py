@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from marimo._cli.parse_args import parse_args
 
-from rust_rewards.forms import NONE_LABEL, control, param_controls
 from rust_rewards.params import info_of
 from rust_rewards.rewards import REWARD_FUNCS
-from rust_rewards.run_logs import STOP_FILE
+from rust_rewards.runs.records import STOP_FILE
 from rust_rewards.tasks import Task
+from rust_rewards.ui.forms import NONE_LABEL, control, param_controls
 from train import (
     LOSS_TYPES,
     PRESETS,
@@ -353,7 +353,7 @@ def test_stop_pressed_while_the_job_starts_is_kept(tmp_path, tasks_file, tiny_mo
 
 def test_a_problem_shows_under_its_control_and_leaves_the_fold():
     """The validation message appears in red under the field its flag names; an advanced field is unfolded."""
-    from rust_rewards.forms import param_panel, problem_field
+    from rust_rewards.ui.forms import param_panel, problem_field
 
     controls, _, _ = form_of(preset_params("tiny"))
     assert info_of(TrainParams)["beta"].advanced

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from rust_rewards import rewards
-from rust_rewards.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, naive_verdict, report_verdict
-from rust_rewards.extract import extract_rust
-from rust_rewards.source import analyse
+from rust_rewards.rust.extract import extract_rust
+from rust_rewards.rust.lexer import analyse
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, naive_verdict, report_verdict
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.verifier import Verifier
 
 ROOT = Path(__file__).resolve().parent.parent
 FENCE = "```"
@@ -239,7 +239,7 @@ def test_grpo_batch_dedups_and_caches():
 
 def test_async_rewards_share_one_verification():
     completions = [rust(SQUARE + SQUARE_TESTS), rust("pub fn broken( {")]
-    from rust_rewards import verifier as verifier_module
+    from rust_rewards.verify import verifier as verifier_module
 
     before = verifier_module.get_verifier().stats["verified"]
 
@@ -307,7 +307,7 @@ def test_bench_command_prints_ratio_and_agreement(tmp_path):
 
 
 def test_sandbox_start_failure_is_an_internal_error_not_a_verdict(monkeypatch):
-    from rust_rewards import sandbox
+    from rust_rewards.verify import sandbox
 
     real = sandbox.detect_isolation()
     broken = sandbox.Isolation(bwrap="/nonexistent/bwrap", drop_uid=real.drop_uid, unshare_net=None)
@@ -360,8 +360,8 @@ def test_hidden_tests_that_do_not_compile_leave_own_tests_alone(verifier, cargo_
 
 
 def test_bench_corpus_reads_rust_files_as_source(tmp_path):
-    from rust_rewards.bench import load_corpus
-    from rust_rewards.extract import extract_rust
+    from rust_rewards.rust.extract import extract_rust
+    from rust_rewards.verify.bench import load_corpus
 
     (tmp_path / "a.rs").write_text("pub fn one() -> i32 {\n    1\n}\n")
     (tmp_path / "b.md").write_text("prose\n```rust\npub fn two() -> i32 { 2 }\n```\n")
@@ -373,7 +373,7 @@ def test_bench_corpus_reads_rust_files_as_source(tmp_path):
 def test_reward_and_crate_docstring_examples_hold():
     import doctest
 
-    from rust_rewards import crate
+    from rust_rewards.verify import crate
 
     for module in (rewards, crate):
         result = doctest.testmod(module)

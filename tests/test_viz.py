@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rust_rewards.metrics import summarize
+from rust_rewards.eval.metrics import summarize
 from rust_rewards.report import Report
 from rust_rewards.rewards import REWARD_FUNCS, rewards_from_report, weighted_total
-from rust_rewards.run_logs import (
+from rust_rewards.runs.records import (
     RunLogError,
     completion_table,
     ema,
@@ -31,7 +31,7 @@ from rust_rewards.run_logs import (
     top_error_codes,
 )
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import get_verifier
+from rust_rewards.verify.verifier import get_verifier
 
 REPO = Path(__file__).resolve().parents[1]
 REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)

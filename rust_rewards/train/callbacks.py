@@ -1,4 +1,4 @@
-"""The transformers ``TrainerCallback``s of a run: they write what ``rust_rewards.train_logging`` computes, report
+"""The transformers ``TrainerCallback``s of a run: they write what ``rust_rewards.train.recording`` computes, report
 progress, and stop training cleanly on request.
 
 Kept apart from ``train_logging`` so that a notebook can show its form before transformers is imported.
@@ -18,9 +18,9 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.feedback_tool import ToolUse, tool_use
-from rust_rewards.run_logs import STOP_FILE
-from rust_rewards.train_logging import (
+from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
+from rust_rewards.runs.records import STOP_FILE
+from rust_rewards.train.recording import (
     InfraGuard,
     ReportsFor,
     RewardRecorder,
@@ -30,7 +30,7 @@ from rust_rewards.train_logging import (
     completion_rows,
     gather_across_processes,
 )
-from rust_rewards.verifier import get_verifier
+from rust_rewards.verify.verifier import get_verifier
 
 
 class MetricsFileCallback(TrainerCallback):

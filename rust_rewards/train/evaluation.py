@@ -2,10 +2,10 @@
 
 Every ``every`` optimizer steps (and at the end of training, unless that step was just evaluated) the main process
 samples ``n`` completions per held-out task with the CURRENT policy (the trainer's LoRA-wrapped model, through
-HF ``generate`` and ``rust_rewards.generation``'s batching), verifies them against the hidden tests with the same
-verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``, computed by ``rust_rewards.metrics``) as an extra
-``metrics.jsonl`` line at that step and to wandb when a run is active. Per-completion rows (eval.py's results
-columns) go to ``OUT/eval/step_<N>.parquet``.
+HF ``generate`` and ``rust_rewards.eval.generation``'s batching), verifies them against the hidden tests with the same
+verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``, computed by ``rust_rewards.eval.metrics``)
+as an extra ``metrics.jsonl`` line at that step and to wandb when a run is active. Per-completion rows (eval.py's
+results columns) go to ``OUT/eval/step_<N>.parquet``.
 
 The training trajectory is not changed: every RNG state (python, numpy, torch CPU and CUDA) is saved before and
 restored after, generation runs under ``torch.no_grad`` (``inference_mode``) with the model in eval mode (its
@@ -26,11 +26,11 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.generation import HFGenerator, SamplingParams
-from rust_rewards.metrics import summarize_model
+from rust_rewards.eval.generation import HFGenerator, SamplingParams
+from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.tasks import Task
-from rust_rewards.train_logging import append_metrics
-from rust_rewards.verifier import get_verifier
+from rust_rewards.train.recording import append_metrics
+from rust_rewards.verify.verifier import get_verifier
 
 EVAL_DIR = "eval"
 EVAL_KEYS = ("eval/build_rate", "eval/clippy_rate", "eval/test_rate", "eval/hidden_pass_at_1",

@@ -15,7 +15,7 @@ message], "rejected": [assistant message], "task_id", "margin"}``, in the order 
 From sampled predictions (eval.py's input: task_id, completion, optional sample; its ``results.parquet`` has the same
 columns), ``pairs_from_predictions`` verifies them and builds the pairs; as a command::
 
-    python -m rust_rewards.dpo_pairs --tasks T.jsonl --predictions P.parquet --out pairs.jsonl [--min-margin 1]
+    python -m rust_rewards.data.dpo_pairs --tasks T.jsonl --predictions P.parquet --out pairs.jsonl [--min-margin 1]
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def pairs_from_predictions(predictions: Sequence[Mapping[str, Any]], tasks: Sequ
                            verifier: Any = None) -> list[dict[str, Any]]:
     """Verify ``predictions`` (mappings with task_id, completion and optionally sample; one model's samples) against
     their tasks' hidden tests with ``verifier`` (default: the shared one) and ``build_pairs`` from the reports."""
-    from rust_rewards.verifier import get_verifier
+    from rust_rewards.verify.verifier import get_verifier
 
     by_id = {task.task_id: task for task in tasks}
     rows: list[dict[str, Any]] = []
@@ -131,7 +131,7 @@ def read_pairs(path: str | Path, flag: str = "--dpo-pairs") -> list[dict[str, An
     columns; a missing file, a missing column or no pairs is a ``ValueError`` naming ``flag``."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"{flag} {path}: no such file (write one with rust_rewards.dpo_pairs.write_pairs)")
+        raise ValueError(f"{flag} {path}: no such file (write one with rust_rewards.data.dpo_pairs.write_pairs)")
     if path.suffix == ".parquet":
         import pandas as pd
 
@@ -159,15 +159,15 @@ def _plain(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rust_rewards.dpo_pairs``: pairs from a predictions file (parquet/jsonl) for ``train.py --stage
+    """``python -m rust_rewards.data.dpo_pairs``: pairs from a predictions file (parquet/jsonl) for ``train.py --stage
     dpo --dpo-pairs OUT``."""
     import argparse
 
     import pandas as pd
 
-    from rust_rewards.importers import load_tasks
+    from rust_rewards.data.importers import load_tasks
 
-    parser = argparse.ArgumentParser(prog="python -m rust_rewards.dpo_pairs", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rust_rewards.data.dpo_pairs", description=main.__doc__)
     parser.add_argument("--tasks", required=True, help="task file the predictions answer (jsonl/parquet)")
     parser.add_argument("--predictions", required=True, help="parquet/jsonl: task_id, completion (+ sample)")
     parser.add_argument("--out", required=True, help="pairs .jsonl to write")

@@ -7,7 +7,7 @@ every call, reports ``reward_time`` (wall time of the whole reward phase of a ge
 columns and rewards. ``completion_rows`` turns a batch into rows with the rewards and ``Report.flat()``
 verdict of every completion; ``StepHealth`` counts ``verify/completions``, ``verify/internal_errors`` and
 ``verify/timeouts``; ``InfraGuard`` decides when verification keeps failing for infrastructure reasons
-(``InfrastructureError``). The trainer callbacks that write all this live in ``rust_rewards.train_callbacks``:
+(``InfrastructureError``). The trainer callbacks that write all this live in ``rust_rewards.train.callbacks``:
 this module does not import transformers.
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Any
 import pandas as pd
 
 from rust_rewards.atomic import write_json_atomic
-from rust_rewards.extract import completion_text
-from rust_rewards.feedback_tool import tool_calls
 from rust_rewards.report import Report
-from rust_rewards.run_logs import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE, load_params
+from rust_rewards.rewards.cargo_tool import tool_calls
+from rust_rewards.runs.records import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE, load_params
+from rust_rewards.rust.extract import completion_text
 
 METRICS_FILE = "metrics.jsonl"
 COMPLETIONS_DIR = "completions"

@@ -1,6 +1,6 @@
 """Single-mutation variants ("mutants") of a Rust solution, to check that a model's own tests can fail.
 
-Pure Python and deterministic. Works on the lexer in :mod:`rust_rewards.source` and rewrites the source only at
+Pure Python and deterministic. Works on the lexer in :mod:`rust_rewards.rust.lexer` and rewrites the source only at
 token offsets (never from token texts). Only ``fn`` bodies outside test code are mutated; signatures,
 attributes, ``const``/``static`` items, type annotations, array lengths, nested type declarations, literals
 other than numbers and booleans, and the arguments of panicking macros (``assert!``, ``panic!``...) are left
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from rust_rewards.source import Token, strip_test_code, tokenize
+from rust_rewards.rust.lexer import Token, strip_test_code, tokenize
 
 _SWAPS: dict[str, tuple[int, str]] = {
     "==": (0, "!="), "!=": (0, "=="), "&&": (1, "||"), "||": (1, "&&"),

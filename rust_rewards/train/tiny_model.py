@@ -24,7 +24,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from rust_rewards.importers import load_file
+from rust_rewards.data.importers import load_file
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.tasks import Task
 
@@ -48,7 +48,7 @@ def chat_template() -> str:
 
 MARKER = "tiny_model.json"
 
-BUNDLED_TASKS = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+BUNDLED_TASKS = Path(__file__).resolve().parents[2] / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 """The repository's bundled tasks: their short reference solutions join the warm-start answers."""
 
 QWEN_SHAPES: dict[str, dict[str, int]] = {
@@ -354,9 +354,9 @@ def tool_pairs(pairs: list[tuple[str, str]], share: float, seed: int = 0) -> lis
     function found") the model answers with the exemplar's code and its test. The system prompt is the
     feedback-turn one.
     """
-    from rust_rewards.feedback_tool import TOOL_NAME, tool_answer
     from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT
     from rust_rewards.report import Report
+    from rust_rewards.rewards.cargo_tool import TOOL_NAME, tool_answer
 
     rng = random.Random(seed + 1)
     feedback = tool_answer(Report(has_code=True, build_ok=True, clippy_ok=True))
@@ -425,7 +425,7 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
         for prompt, answer in pairs
     ]
     if tools:
-        from rust_rewards.feedback_tool import cargo_check
+        from rust_rewards.rewards.cargo_tool import cargo_check
 
         tokenized += [
             (tokenizer.apply_chat_template(messages, tools=[cargo_check], add_generation_prompt=True, tokenize=True,

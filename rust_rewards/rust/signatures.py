@@ -1,6 +1,6 @@
 """Static check that a completion defines the task's required items with the task's exact signatures.
 
-Pure Python on :func:`rust_rewards.source.tokenize`, no compiler. The spec is a reference solution (its public items
+Pure Python on :func:`rust_rewards.rust.lexer.tokenize`, no compiler. The spec is a reference solution (its public items
 are required, with visibility and comparison derives) or, when a task has none, its prompt: prose with signatures in
 backticks or code fences, or MultiPL-E style code (every ``fn`` signature is required, visibility unchecked).
 """
@@ -12,7 +12,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from rust_rewards.source import test_regions, tokenize
+from rust_rewards.rust.lexer import test_regions, tokenize
 
 _CMP = ("PartialEq", "Eq", "PartialOrd", "Ord", "Hash")
 _QUALS = ("const", "async", "unsafe", "extern")

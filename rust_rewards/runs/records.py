@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from rust_rewards.extract import completion_text
-from rust_rewards.metrics import ModelSummary, long_metrics, summarize
+from rust_rewards.rust.extract import completion_text
+from rust_rewards.eval.metrics import ModelSummary, long_metrics, summarize
 
 PARAMS_FILE = "params.json"
 PARAMS_HISTORY_FILE = "params_history.jsonl"

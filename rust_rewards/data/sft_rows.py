@@ -18,7 +18,7 @@ from typing import Any
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.report import Report
 from rust_rewards.tasks import Task
-from rust_rewards.verifier import get_verifier
+from rust_rewards.verify.verifier import get_verifier
 
 SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification", "verifier_error")
 

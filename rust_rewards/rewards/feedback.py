@@ -25,14 +25,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rust_rewards.diagnostics import (
+from rust_rewards.report import HIDDEN_OUTPUT, Report, TestCounts
+from rust_rewards.rust.lexer import HIDDEN_PREFIX
+from rust_rewards.verify.diagnostics import (
     RenderedDiagnostic,
     TestFailure,
     libtest_failures,
     split_rendered,
 )
-from rust_rewards.report import HIDDEN_OUTPUT, Report, TestCounts
-from rust_rewards.source import HIDDEN_PREFIX
 
 MODEL_FILE = "src/lib.rs"
 """The crate file that holds the model's code (line numbers in it are the lines of the extracted code)."""

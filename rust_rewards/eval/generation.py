@@ -26,11 +26,11 @@ from typing import Any, Protocol
 import pandas as pd
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.feedback import DEFAULT_MAX_TOKENS, feedback_message
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.report import Report
+from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS, feedback_message
 from rust_rewards.tasks import Task
-from rust_rewards.verifier import Verifier, get_verifier
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 BACKENDS = ("hf", "vllm")
 

@@ -40,8 +40,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rust_rewards import sandbox
-from rust_rewards.crate import (
+from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, SourceFacts, TestCounts
+from rust_rewards.rust.lexer import analyse
+from rust_rewards.rust.mutants import mutants
+from rust_rewards.rust.signatures import check_items, forged_comparisons
+from rust_rewards.tasks import HiddenTests
+from rust_rewards.verify import sandbox
+from rust_rewards.verify.crate import (
     CrateLayout,
     SealedTest,
     hidden_expected,
@@ -50,17 +55,12 @@ from rust_rewards.crate import (
     strip_seals,
     write_crate,
 )
-from rust_rewards.diagnostics import CompileOutcome, parse_compiler
-from rust_rewards.mutants import mutants
-from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, SourceFacts, TestCounts
-from rust_rewards.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
-from rust_rewards.signatures import check_items, forged_comparisons
-from rust_rewards.source import analyse
-from rust_rewards.tasks import HiddenTests
-from rust_rewards.toolchain import Toolchain, find_toolchain, shared_toolchain
+from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
+from rust_rewards.verify.sandbox import COMPILE_LIMITS, RUN_LIMITS, Limits
+from rust_rewards.verify.toolchain import Toolchain, find_toolchain, shared_toolchain
 
 MODES = ("direct", "cargo", "batch")
-"""``batch`` verifies ``Verifier.verify_many`` batches together (``rust_rewards.batch``); a single completion,
+"""``batch`` verifies ``Verifier.verify_many`` batches together (``rust_rewards.verify.batch``); a single completion,
 and every completion that cannot share a crate, takes the ``direct`` path."""
 _TEXT_CAP = 20_000
 _DEV = ["-C", "debuginfo=0"]

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rust_rewards.extract import extract_rust
-from rust_rewards.feedback import approx_tokens, feedback_message
 from rust_rewards.report import Report
-from rust_rewards.verifier import get_verifier
+from rust_rewards.rewards.feedback import approx_tokens, feedback_message
+from rust_rewards.rust.extract import extract_rust
+from rust_rewards.verify.verifier import get_verifier
 
 TOOL_NAME = "cargo_check"
 TOOL_FEEDBACK_TOKENS = 256

@@ -5,7 +5,7 @@ reward functions, a fresh temporary crate and one cold ``cargo build`` / ``cargo
 one after another, no cache, no sandbox. It uses the same crate layout as ours so that verdicts compare.
 
 Ours: one ``Verifier`` (all cores, fresh cache, sandbox on) over the same completions, in today's ``direct``
-mode and in ``batch`` mode (a batch's completions compiled together, ``rust_rewards.batch``), with how many
+mode and in ``batch`` mode (a batch's completions compiled together, ``rust_rewards.verify.batch``), with how many
 completions batch mode verified one by one and why.
 
 Two workloads: every completion of the corpus once (all distinct), and a GRPO-shaped batch of 4 prompts x 8
@@ -29,16 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from rust_rewards.crate import write_crate
-from rust_rewards.diagnostics import parse_compiler, parse_libtest
-from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
-from rust_rewards.source import count_test_fns
-from rust_rewards.toolchain import find_toolchain
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.rust.extract import extract_rust
+from rust_rewards.rust.lexer import count_test_fns
+from rust_rewards.verify.crate import write_crate
+from rust_rewards.verify.diagnostics import parse_compiler, parse_libtest
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.toolchain import find_toolchain
+from rust_rewards.verify.verifier import Verifier
 
-DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus"
 Verdict = tuple
 
 

@@ -44,14 +44,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rust_rewards import sandbox
-from rust_rewards.crate import CrateLayout, ModuleTree, module_tree
-from rust_rewards.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.report import Report, SourceFacts, TestCounts
-from rust_rewards.source import HIDDEN_PREFIX, Token, analyse, tokenize
+from rust_rewards.rust.lexer import HIDDEN_PREFIX, Token, analyse, tokenize
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.toolchain import find_toolchain, shared_toolchain
-from rust_rewards.verify import (
+from rust_rewards.verify import sandbox
+from rust_rewards.verify.crate import CrateLayout, ModuleTree, module_tree
+from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
+from rust_rewards.verify.single import (
     _DEV,
     TestPlan,
     VerifierConfig,
@@ -68,6 +67,7 @@ from rust_rewards.verify import (
     verify_code,
     wants_variants,
 )
+from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
 MAX_ROUNDS = 3
 """Combined compiles per group before the completions still failing take the direct path."""

@@ -26,8 +26,8 @@ from typing import Any
 
 from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verifier import Verifier
-from rust_rewards.verify import VerifierConfig
+from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.verifier import Verifier
 
 AUTH_HINT = ("a cluster started with RAY_AUTH_MODE=token needs the same mode and its token here: "
              "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or copy ~/.ray/auth_token) before starting")

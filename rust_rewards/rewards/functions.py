@@ -22,7 +22,7 @@ from typing import Any
 
 from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests, hidden_tests_from_row
-from rust_rewards.verifier import get_verifier
+from rust_rewards.verify.verifier import get_verifier
 
 _TASK_COLUMNS = ("reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release",
                  "reference_code", "task_prompt")

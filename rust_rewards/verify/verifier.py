@@ -3,7 +3,7 @@
 Every reward function of a GRPO step asks for the same completions; the first call verifies them and the
 others read the cache, so six reward functions cost one verification per distinct piece of code. With
 ``VerifierConfig(mode="batch")`` a batch's distinct completions are split into one share per worker and each
-share is verified together (``rust_rewards.batch``); completions that cannot share a crate run one by one.
+share is verified together (``rust_rewards.verify.batch``); completions that cannot share a crate run one by one.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
-from rust_rewards.batch import blocker, verify_batch
 from rust_rewards.cpus import usable_cpus
-from rust_rewards.extract import extract_rust
 from rust_rewards.report import Report
-from rust_rewards.sandbox import RunResult
+from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.toolchain import find_toolchain
-from rust_rewards.verify import VerifierConfig, check_workdir, code_hash, verify_code
+from rust_rewards.verify.batch import blocker, verify_batch
+from rust_rewards.verify.sandbox import RunResult
+from rust_rewards.verify.single import VerifierConfig, check_workdir, code_hash, verify_code
+from rust_rewards.verify.toolchain import find_toolchain
 
 Progress = Callable[[int, int], None] | bool | None
 _UNBUILT = ("syntax error", "compile error", "most of its share failed to compile")
@@ -279,7 +279,7 @@ def get_verifier() -> Verifier:
 
 
 BACKENDS = ("local", "ray")
-"""Where verification runs: this machine's cores, or Ray actors on a cluster (``rust_rewards.ray_verifier``)."""
+"""Where verification runs: this machine's cores, or Ray actors on a cluster (``rust_rewards.verify.ray``)."""
 
 
 def configure_verifier(config: VerifierConfig | None = None, workers: int | None = None, backend: str = "local",
@@ -294,7 +294,7 @@ def configure_verifier(config: VerifierConfig | None = None, workers: int | None
             _DEFAULT.close()
             _DEFAULT = None
         if backend == "ray":
-            from rust_rewards.ray_verifier import RayVerifier
+            from rust_rewards.verify.ray import RayVerifier
 
             _DEFAULT = RayVerifier(config, ray_address, workers=workers)
         else:

@@ -33,7 +33,16 @@ import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rust_rewards.source import HIDDEN_PREFIX, Item, Token, _items, strip_test_code, test_paths, test_regions, tokenize
+from rust_rewards.rust.lexer import (
+    HIDDEN_PREFIX,
+    Item,
+    Token,
+    _items,
+    strip_test_code,
+    test_paths,
+    test_regions,
+    tokenize,
+)
 from rust_rewards.tasks import HiddenTests
 
 HIDDEN = f"{HIDDEN_PREFIX}_hidden"

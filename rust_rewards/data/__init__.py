@@ -1,0 +1,1 @@
+"""Task data: importers, SFT rows and DPO pairs built from tasks."""

@@ -1,0 +1,1 @@
+"""Generation from a model and the metrics computed over verified completions."""

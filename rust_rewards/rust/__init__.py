@@ -1,0 +1,1 @@
+"""Reading Rust text without a toolchain: the lexer, code extraction, item signatures, mutants."""

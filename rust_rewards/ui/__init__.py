@@ -1,0 +1,1 @@
+"""Notebook helpers: forms, paths, progress bars, the script-or-form cell."""
