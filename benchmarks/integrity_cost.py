@@ -26,6 +26,7 @@ import rust_rewards.verify.batch as batch  # noqa: E402
 import rust_rewards.verify.single as verify  # noqa: E402
 from rust_rewards.rust.extract import extract_rust  # noqa: E402
 from rust_rewards.tasks import HiddenTests  # noqa: E402
+from rust_rewards.verify.config import VerifierConfig  # noqa: E402
 from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 FORGERY = ROOT / "tests" / "adversarial" / "forgery"
@@ -46,7 +47,7 @@ def timed(codes: list[str], hidden: list[HiddenTests | None], workers: int, vari
     if not variants:
         verify.task_variants = batch.task_variants = lambda *args, **kwargs: ()
     try:
-        verifier = Verifier(verify.VerifierConfig(), workers=workers)
+        verifier = Verifier(VerifierConfig(), workers=workers)
         start = time.perf_counter()
         verifier.verify_many(codes, hidden, raw_code=True)
         seconds = time.perf_counter() - start
@@ -64,7 +65,7 @@ def main() -> None:
     loads = workloads()
     _codes, hidden = loads["integrity corpus, add task (reference + wrong mutant)"]
     start = time.perf_counter()
-    verify.wrong_variant(hidden[0], verify.VerifierConfig())
+    verify.wrong_variant(hidden[0], VerifierConfig())
     print(f"wrong mutant of the add reference chosen once: {time.perf_counter() - start:.2f} s")
     for name, (codes, hidden) in loads.items():
         times: dict[bool, list[float]] = {True: [], False: []}

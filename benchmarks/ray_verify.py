@@ -2,10 +2,10 @@
 
     .venv/bin/python benchmarks/ray_verify.py [--repeats 3] [--cpus N] [--cpus-per-worker 2]
 
-Local: a ``Verifier`` with ``--cpus`` workers. Ray: a ``RayVerifier`` on a local Ray instance of ``--cpus`` CPUs
-(started here), actors of ``--cpus-per-worker`` CPUs. Each repeat uses fresh caches and already started actors;
-the two run interleaved and medians are compared. Prints both throughputs, the overhead per batch and the ratio,
-and whether every verdict agrees.
+Local: a ``Verifier`` with ``--cpus`` workers. Ray: a ``Verifier`` over a ``RayExecutor`` on a local Ray instance of
+``--cpus`` CPUs (started here), actors of ``--cpus-per-worker`` CPUs. Each repeat uses fresh caches and already
+started actors; the two run interleaved and medians are compared. Prints both throughputs, the overhead per batch
+and the ratio, and whether every verdict agrees.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rust_rewards.cpus import usable_cpus  # noqa: E402
 from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, report_verdict  # noqa: E402
-from rust_rewards.verify.ray import RayVerifier  # noqa: E402
+from rust_rewards.verify.ray import RayExecutor  # noqa: E402
 from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 
@@ -37,9 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):
         for name in times:
             if name == "ray":
-                verifier: Verifier = RayVerifier(address="local", local_cpus=args.cpus,
-                                                 cpus_per_worker=min(args.cpus_per_worker, args.cpus))
-                verifier.worker_pids()  # actors started before the clock
+                remote = RayExecutor(address="local", local_cpus=args.cpus,
+                                     cpus_per_worker=min(args.cpus_per_worker, args.cpus))
+                remote.worker_pids()  # actors started before the clock
+                verifier = Verifier(executor=remote)
             else:
                 verifier = Verifier(workers=args.cpus)
             began = time.perf_counter()

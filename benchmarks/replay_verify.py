@@ -24,7 +24,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rust_rewards.data.importers import load_file  # noqa: E402
-from rust_rewards.verify.single import VerifierConfig  # noqa: E402
+from rust_rewards.verify.config import VerifierConfig  # noqa: E402
 from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 

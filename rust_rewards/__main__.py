@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verify.single import MODES, VerifierConfig
+from rust_rewards.verify.config import MODES, VerifierConfig
 from rust_rewards.verify.toolchain import ToolchainError
 from rust_rewards.verify.verifier import Verifier
 

@@ -25,6 +25,11 @@ TASK_COLUMNS = (
     "crate_name", "edition", "extra_files", "test_release", "source",
 )
 
+REWARD_COLUMNS = ("task_id", "reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release",
+                  "reference_code", "task_prompt")
+"""The task columns a training row carries beside its chat prompt: TRL passes them to the reward functions as
+keyword arguments (``task_prompt`` is the task's own prompt; TRL's ``prompt`` column is the chat)."""
+
 
 @dataclass(frozen=True)
 class HiddenTests:

@@ -15,8 +15,8 @@ from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.batch import blocker, verify_batch
 from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus
+from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.sandbox import Limits
-from rust_rewards.verify.single import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
@@ -250,8 +250,9 @@ def test_verifier_batch_mode_caches_and_counts():
 
 
 def test_train_py_picks_the_verifier_mode():
+    from rust_rewards.train.config import params_from_mapping
+    from rust_rewards.train.resolve import resolve_params
     from rust_rewards.verify.verifier import configure_verifier, get_verifier, verifier_for
-    from train import params_from_mapping, resolve_params
 
     with pytest.raises(ValueError, match="--verifier-mode: expected one of"):
         resolve_params(params_from_mapping({"verifier-mode": "fastest"}))

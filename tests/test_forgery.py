@@ -14,7 +14,7 @@ import pytest
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.lexer import forbidden_calls, tokenize
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verify.single import VerifierConfig
+from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
 ROOT = Path(__file__).resolve().parent.parent

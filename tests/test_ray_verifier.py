@@ -18,7 +18,7 @@ import pytest
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus, report_verdict
-from rust_rewards.verify.ray import RayUnreachable, RayVerifier, connect
+from rust_rewards.verify.ray import RayExecutor, RayUnreachable, connect
 from rust_rewards.verify.verifier import Verifier
 
 ray = pytest.importorskip("ray")
@@ -94,7 +94,7 @@ def test_same_verdicts_as_local_in_input_order_each_completion_once(cluster):
     texts, hidden = corpus_with_hidden()
     assert any(h is not None for h in hidden)
     local = Verifier(workers=2).verify_many(texts, hidden)
-    remote = RayVerifier(address=cluster, cpus_per_worker=1, batch_size=4)
+    remote = Verifier(executor=RayExecutor(address=cluster, cpus_per_worker=1, batch_size=4))
     try:
         doubled = remote.verify_many(texts + texts[:5], hidden + hidden[:5])
         assert [report_verdict(r) for r in doubled[: len(texts)]] == [report_verdict(r) for r in local]
@@ -109,9 +109,9 @@ def test_same_verdicts_as_local_in_input_order_each_completion_once(cluster):
         remote.close()
 
 
-def _kill_mid_batch(remote: RayVerifier, texts: list[str]) -> list:
+def _kill_mid_batch(remote: Verifier, texts: list[str]) -> list:
     """Verify ``texts`` while every worker is killed once, 0.8 s in (their tests take 1.5 s)."""
-    pids = remote.worker_pids()
+    pids = remote.executor.worker_pids()
     out: list = []
     runner = threading.Thread(target=lambda: out.extend(remote.verify_many(texts)))
     runner.start()
@@ -123,12 +123,12 @@ def _kill_mid_batch(remote: RayVerifier, texts: list[str]) -> list:
     return out
 
 
-def _wait_for_actors(remote: RayVerifier, seconds: float = 120.0) -> None:
+def _wait_for_actors(remote: Verifier, seconds: float = 120.0) -> None:
     """Until every actor answers again (Ray restarts killed ones)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            remote.worker_pids()
+            remote.executor.worker_pids()
             return
         except Exception:  # noqa: BLE001 - an actor still restarting
             if time.monotonic() > deadline:
@@ -138,7 +138,7 @@ def _wait_for_actors(remote: RayVerifier, seconds: float = 120.0) -> None:
 
 def test_a_worker_killed_mid_batch_loses_nothing(cluster):
     texts = [slow(n) for n in range(4)]
-    remote = RayVerifier(address=cluster, cpus_per_worker=1, batch_size=2)
+    remote = Verifier(executor=RayExecutor(address=cluster, cpus_per_worker=1, batch_size=2))
     try:
         reports = _kill_mid_batch(remote, texts)
         assert remote.stats["retried"] >= 1
@@ -150,7 +150,7 @@ def test_a_worker_killed_mid_batch_loses_nothing(cluster):
 
 def test_a_batch_that_cannot_be_verified_scores_none_not_an_exception(cluster):
     texts = [slow(n) for n in range(10, 14)]
-    remote = RayVerifier(address=cluster, cpus_per_worker=1, batch_size=2, retries=0)
+    remote = Verifier(executor=RayExecutor(address=cluster, cpus_per_worker=1, batch_size=2, retries=0))
     try:
         reports = _kill_mid_batch(remote, texts)
         assert len(reports) == 4
@@ -242,8 +242,9 @@ def test_training_rewards_come_from_the_cluster(cluster, tmp_path, tiny_model_di
     """``train.py --verifier ray``: a tiny GRPO step whose every completion was verified by the Ray actors."""
     import pandas as pd
 
+    from rust_rewards.train.config import params_from_mapping
+    from rust_rewards.train.loop import run_training
     from rust_rewards.verify.verifier import configure_verifier, get_verifier
-    from train import params_from_mapping, run_training
 
     params = params_from_mapping({"preset": "tiny", "model": str(tiny_model_dir), "output-dir": str(tmp_path / "run"),
                                   "max-steps": 1, "num-generations": 4, "per-device-train-batch-size": 8,

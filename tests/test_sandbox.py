@@ -15,8 +15,8 @@ import pytest
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.verify import sandbox
+from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.sandbox import Limits, SandboxError, Step, detect_isolation
-from rust_rewards.verify.single import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial"

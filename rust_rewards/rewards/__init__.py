@@ -6,12 +6,15 @@ from rust_rewards.rewards.functions import (
     MAX_TOTAL,
     REWARD_FUNCS,
     SCORES,
+    AsyncVerifiedReward,
+    VerifiedReward,
     assertion_reward,
     build_reward,
     clippy_reward,
     hidden_test_reward,
     non_empty_reward,
     reports_for,
+    reward_functions,
     rewards_from_report,
     test_block_reward,
     test_reward,
@@ -19,7 +22,7 @@ from rust_rewards.rewards.functions import (
 )
 
 __all__ = [
-    "ASYNC_REWARD_FUNCS", "DEFAULT_WEIGHTS", "MAX_TOTAL", "REWARD_FUNCS", "SCORES", "assertion_reward",
-    "build_reward", "clippy_reward", "hidden_test_reward", "non_empty_reward", "reports_for", "rewards_from_report",
-    "test_block_reward", "test_reward", "weighted_total",
+    "ASYNC_REWARD_FUNCS", "DEFAULT_WEIGHTS", "MAX_TOTAL", "REWARD_FUNCS", "SCORES", "AsyncVerifiedReward",
+    "VerifiedReward", "assertion_reward", "build_reward", "clippy_reward", "hidden_test_reward", "non_empty_reward",
+    "reports_for", "reward_functions", "rewards_from_report", "test_block_reward", "test_reward", "weighted_total",
 ]

@@ -12,20 +12,19 @@ items (``Report.off_task``) earns 0 everywhere, and code whose required items ha
 task's (``Report.mismatched``, a hack reason) earns no test, assertion or hidden-test reward.
 
 Each reward function takes TRL's ``(completions, **kwargs)``; dataset columns such as ``reference_tests``
-and ``test_shape`` arrive in ``kwargs``. All of them read one cached verification per completion.
+and ``test_shape`` arrive in ``kwargs``. All of them read one cached verification per completion. The functions
+below use the process-wide verifier; ``reward_functions(verifier)`` binds the same rewards to a given one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rust_rewards.report import Report
-from rust_rewards.tasks import HiddenTests, hidden_tests_from_row
-from rust_rewards.verify.verifier import get_verifier
-
-_TASK_COLUMNS = ("reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release",
-                 "reference_code", "task_prompt")
+from rust_rewards.tasks import REWARD_COLUMNS, HiddenTests, hidden_tests_from_row
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 
 def _guarded(score: Callable[[Report], float | None]) -> Callable[[Report], float | None]:
@@ -75,17 +74,13 @@ def hidden_test_score(r: Report) -> float | None:
 def _hidden(kwargs: dict[str, Any], n: int) -> list[HiddenTests | None]:
     if not kwargs.get("reference_tests"):
         return [None] * n
-    columns = {c: kwargs[c] for c in _TASK_COLUMNS if isinstance(kwargs.get(c), (list, tuple))}
+    columns = {c: kwargs[c] for c in REWARD_COLUMNS if isinstance(kwargs.get(c), (list, tuple))}
     return [hidden_tests_from_row({c: v[i] for c, v in columns.items()}) for i in range(n)]
 
 
-def reports_for(completions: list[Any], **kwargs: Any) -> list[Report]:
+def reports_for(completions: list[Any], verifier: Verifier | None = None, **kwargs: Any) -> list[Report]:
     """The (cached) reports of a batch, with hidden tests taken from the dataset columns in ``kwargs``."""
-    return get_verifier().verify_many(completions, _hidden(kwargs, len(completions)))
-
-
-async def areports_for(completions: list[Any], **kwargs: Any) -> list[Report]:
-    return await get_verifier().averify_many(completions, _hidden(kwargs, len(completions)))
+    return (verifier or get_verifier()).verify_many(completions, _hidden(kwargs, len(completions)))
 
 
 def build_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -195,19 +190,50 @@ MAX_TOTAL = 8.5
 """The highest weighted total with default weights (6.5 without hidden tests)."""
 
 
-def _as_async(sync_fn: Callable[..., list[float | None]]) -> Callable[..., Any]:
-    score = SCORES[sync_fn.__name__]
+@dataclass
+class VerifiedReward:
+    """One reward (``name`` in ``SCORES``) in TRL's shape, computed from ``verifier``'s reports (``None``: the
+    process-wide one). It pickles without its verifier: a copy in another process uses that process's verifier.
 
-    async def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-        return [score(r) for r in await areports_for(completions, **kwargs)]
+    Example:
+    >>> reward = VerifiedReward("build_reward")
+    >>> reward.__name__, reward(["```rust\\npub fn one() -> i32 { 1 }\\n```"])
+    ('build_reward', [1.0])
+    """
 
-    reward.__name__ = reward.__qualname__ = sync_fn.__name__
-    reward.__doc__ = sync_fn.__doc__
-    return reward
+    name: str
+    verifier: Verifier | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in SCORES:
+            raise ValueError(f"unknown reward {self.name!r}; choose from {', '.join(SCORES)}")
+        self.__name__ = self.name  # TRL logs rewards under their callable's name
+
+    def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
+        return [SCORES[self.name](r) for r in reports_for(completions, self.verifier, **kwargs)]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"name": self.name, "verifier": None, "__name__": self.name}
 
 
-ASYNC_REWARD_FUNCS = [_as_async(f) for f in REWARD_FUNCS]
-"""The same rewards as ``async def`` functions: TRL 1.x runs them concurrently."""
+class AsyncVerifiedReward(VerifiedReward):
+    """The same reward as an ``async`` callable: TRL 1.x awaits async rewards concurrently."""
+
+    async def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:  # type: ignore[override]
+        verifier = self.verifier or get_verifier()
+        reports = await verifier.averify_many(completions, _hidden(kwargs, len(completions)))
+        return [SCORES[self.name](r) for r in reports]
+
+
+def reward_functions(verifier: Verifier | None = None, names: Sequence[str] = tuple(SCORES), *,
+                     asynchronous: bool = False) -> list[VerifiedReward]:
+    """The rewards ``names`` bound to ``verifier``, for ``GRPOTrainer(reward_funcs=...)``."""
+    kind = AsyncVerifiedReward if asynchronous else VerifiedReward
+    return [kind(name, verifier) for name in names]
+
+
+ASYNC_REWARD_FUNCS = reward_functions(asynchronous=True)
+"""The rewards as ``async`` callables on the process-wide verifier: TRL 1.x runs them concurrently."""
 
 
 def rewards_from_report(report: Report) -> dict[str, float | None]:

@@ -48,25 +48,20 @@ from rust_rewards.report import Report, SourceFacts, TestCounts
 from rust_rewards.rust.lexer import HIDDEN_PREFIX, Token, analyse, tokenize
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import sandbox
+from rust_rewards.verify.config import VerifierConfig, check_workdir, code_hash
 from rust_rewards.verify.crate import CrateLayout, ModuleTree, module_tree
 from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
-from rust_rewards.verify.single import (
-    _DEV,
+from rust_rewards.verify.harness import (
+    DEV,
+    Job,
     TestPlan,
-    VerifierConfig,
-    _Job,
-    _primary_file,
-    _report,
-    _rustc_base,
-    _skipped,
-    check_workdir,
-    code_hash,
+    job_report,
+    primary_file,
     run_tests,
-    task_checked,
-    task_variants,
-    verify_code,
-    wants_variants,
+    rustc_base,
+    skipped_hidden,
 )
+from rust_rewards.verify.single import task_checked, task_variants, verify_code, wants_variants
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
 MAX_ROUNDS = 3
@@ -343,7 +338,7 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: 
     return settled, failed, firsts or {}
 
 
-def _first_passes(job: _Job, members: list[_Member], layers: tuple[str, ...]
+def _first_passes(job: Job, members: list[_Member], layers: tuple[str, ...]
                   ) -> tuple[dict[int, Report], dict[int, sandbox.RunResult], dict[int, str]]:
     """Each member's own first pass, exactly the direct path's (its file as the crate root), in one sandbox call.
 
@@ -352,8 +347,8 @@ def _first_passes(job: _Job, members: list[_Member], layers: tuple[str, ...]
     the direct path from the start."""
     name, tc = job.layout.lib_name, job.tc
     steps = [sandbox.Step(f"build:{i}", [
-        *_rustc_base(job, tc.clippy_driver, m.file), "--crate-type", "lib", "--crate-name", name,
-        "--emit=metadata", *_DEV, "-o", f"target/{m.module}.rmeta",
+        *rustc_base(job, tc.clippy_driver, m.file), "--crate-type", "lib", "--crate-name", name,
+        "--emit=metadata", *DEV, "-o", f"target/{m.module}.rmeta",
     ]) for i, m in enumerate(members)]
     results = job.run_steps("first", steps, limits=job.config.compile_limits)
     settled: dict[int, Report] = {}
@@ -373,13 +368,13 @@ def _first_passes(job: _Job, members: list[_Member], layers: tuple[str, ...]
         if outcome.hard_errors == 0 and (result.returncode == 0 or outcome.clippy_errors > 0):
             continue
         mine = _member_job(job, m, {"build": result.seconds})
-        report = _report(mine, m.facts, False, outcome, TestCounts(expected=len(m.facts.test_fns)),
-                         _skipped(mine.layout))
+        report = job_report(mine, m.facts, False, outcome, TestCounts(expected=len(m.facts.test_fns)),
+                         skipped_hidden(mine.layout))
         settled[m.index] = replace(report, code_hash=code_hash(m.code, m.hidden, job.config), isolation=layers)
     return settled, firsts, failed
 
 
-def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig, slot: int) -> _Job:
+def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig, slot: int) -> Job:
     """Write the shared crate: ``src/lib.rs`` declares one public module per member."""
     root = base / "crate"
     src = root / "src"
@@ -394,14 +389,14 @@ def _compile_job(base: Path, members: list[_Member], tc, config: VerifierConfig,
     name = (hidden.crate_name if hidden else "solution").replace("-", "_")
     layout = CrateLayout(root, name, name, hidden.edition if hidden else "2021", None, (), "", ())
     sandbox.prepare_dir(root, slot)
-    return _Job(layout, tc, config, slot, base / "logs")
+    return Job(layout, tc, config, slot, base / "logs")
 
 
 def _write_lib(root: Path, members: list[_Member]) -> None:
     (root / "src" / "lib.rs").write_text("".join(f"pub mod {m.module};\n" for m in members))
 
 
-def _compile(job: _Job, members: list[_Member], prefix: str,
+def _compile(job: Job, members: list[_Member], prefix: str,
              firsts: dict[int, sandbox.RunResult] | None = None) -> str | dict[_Member, CompileOutcome | str]:
     """The shared clippy pass (and test harness): each member's outcome, or why it was rejected; a string
     alone when the group cannot be judged (a timeout, a message or failure that belongs to no member).
@@ -412,11 +407,11 @@ def _compile(job: _Job, members: list[_Member], prefix: str,
     harness = _group_key(members[0])[2]
     emit = "metadata" if harness else "link"
     build = sandbox.Step("build", [
-        *_rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
-        f"--emit={emit}", *_DEV, "-o", f"target/lib{name}.r{'meta' if harness else 'lib'}",
+        *rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+        f"--emit={emit}", *DEV, "-o", f"target/lib{name}.r{'meta' if harness else 'lib'}",
     ])
     test = sandbox.Step("test_compile", [
-        *_rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *_DEV,
+        *rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *DEV,
         "-C", "link-dead-code", "-C", "prefer-dynamic", "-o", f"target/{name}-test",
     ], stop_unless_ok=True)
     # The harness first: it meets the library's hard errors as well as the tests', so a failing round ends there.
@@ -436,7 +431,7 @@ def _compile(job: _Job, members: list[_Member], prefix: str,
     for m in members:
         lines = [line for split in passes.values() for line in split[m]]
         errors = {kind for line in lines if (kind := _error_kind(line))}
-        if errors and m.with_hidden and all(_primary_file(line) == m.hidden_file for line in lines
+        if errors and m.with_hidden and all(primary_file(line) == m.hidden_file for line in lines
                                             if _error_kind(line)):
             outcomes[m] = _HIDDEN_ONLY
         elif errors:
@@ -499,7 +494,7 @@ def _error_kind(line: str) -> str | None:
     return "syntax error" if not code or code in _LEXER_ERRORS else "compile error"
 
 
-def _syntax_screen(job: _Job, members: list[_Member]) -> set[str]:
+def _syntax_screen(job: Job, members: list[_Member]) -> set[str]:
     """The member files that rustfmt cannot parse (one process each: it also stops at the first such file)."""
     rustfmt = job.tc.bin_dir / "rustfmt"
     if not rustfmt.exists():
@@ -526,23 +521,23 @@ def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, lis
         if not diag.get("spans") and (diag.get("level") not in ("error", "warning")
                                       or message.startswith("aborting due to") or message.endswith("emitted")):
             continue  # summaries and notes, as the direct path's parser skips them
-        member = owner.get(_primary_file(line))
+        member = owner.get(primary_file(line))
         if member is None:
             return None
         split[member].append(line.replace(member.file, "src/lib.rs"))
     return split
 
 
-def _member_job(job: _Job, m: _Member, durations: dict[str, float]) -> _Job:
+def _member_job(job: Job, m: _Member, durations: dict[str, float]) -> Job:
     """A job for one member of the shared crate: its tests under their exact names in that crate."""
     tree = m.tree.under(m.module)
     names = (tuple(f"{m.module}::{name}" for name in m.hidden_names),) if m.hidden is not None else ()
     layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
                      hidden_names=names, tree=tree, seals=(tree.hidden,), variant_codes=m.variants)
-    return _Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations)
+    return Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations)
 
 
-def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
+def _run_member(job: Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
     """Run one member's own and hidden tests in its own sandbox call (sources already deleted); its report."""
     mine = _member_job(job, m, {k: v / size for k, v in job.durations.items()})
     layout = mine.layout
@@ -551,5 +546,5 @@ def _run_member(job: _Job, m: _Member, outcome: CompileOutcome, size: int, layer
                     bool(layout.tree.variants))
     ran = run_tests(mine, plan, own_expected=len(m.facts.test_fns), hidden_compiled=m.with_hidden)
     mine.outputs = [out.replace(f"{m.module}::", "").replace(m.file, "src/lib.rs") for out in mine.outputs]
-    report = _report(mine, m.facts, True, outcome, ran.own, ran.hidden, ran.checks)
+    report = job_report(mine, m.facts, True, outcome, ran.own, ran.hidden, ran.checks)
     return replace(report, code_hash=code_hash(m.code, m.hidden, job.config), isolation=layers)

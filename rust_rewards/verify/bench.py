@@ -32,9 +32,9 @@ from pathlib import Path
 from rust_rewards.report import Report
 from rust_rewards.rust.extract import extract_rust
 from rust_rewards.rust.lexer import count_test_fns
+from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.crate import write_crate
 from rust_rewards.verify.diagnostics import parse_compiler, parse_libtest
-from rust_rewards.verify.single import VerifierConfig
 from rust_rewards.verify.toolchain import find_toolchain
 from rust_rewards.verify.verifier import Verifier
 

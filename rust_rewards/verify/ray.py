@@ -1,8 +1,8 @@
 """Verification on a Ray cluster: CPU-only nodes do the cargo work of a GPU trainer.
 
-``RayVerifier`` is a ``Verifier`` whose distinct completions run on Ray actors (``VerifyWorker``), each holding a
-local ``Verifier`` with its own sandbox and worker pool on its node. The content-hash cache, deduplication and
-input order are the base class's, so a completion is verified at most once however many rewards ask for it.
+``RayExecutor`` is the executor of a ``Verifier`` whose distinct completions run on Ray actors (``VerifyWorker``), each
+holding a ``LocalExecutor`` with its own sandbox and worker slots on its node. The content-hash cache, deduplication and
+input order are the verifier's, so a completion is verified at most once however many rewards ask for it.
 
 Requests are gathered into batches (at most ``batch_size`` completions per actor call) by one dispatcher thread,
 which keeps every actor at most ``queue_depth`` calls busy. An actor that dies mid-batch is restarted by Ray
@@ -20,14 +20,16 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verify.single import VerifierConfig
-from rust_rewards.verify.verifier import Verifier
+from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.executors import Item, LocalExecutor, failed_report
 
 AUTH_HINT = ("a cluster started with RAY_AUTH_MODE=token needs the same mode and its token here: "
              "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or copy ~/.ray/auth_token) before starting")
@@ -84,13 +86,13 @@ def _worker_class() -> Any:
 
         @ray.remote(max_restarts=-1, max_task_retries=0)
         class VerifyWorker:
-            """One node-local ``Verifier`` (sandbox, uid blocks, ``workers`` parallel verifications)."""
+            """One node-local ``LocalExecutor`` (sandbox, uid blocks, ``workers`` parallel verifications)."""
 
             def __init__(self, config: VerifierConfig, workers: int) -> None:
-                self.verifier = Verifier(config, workers)
+                self.executor = LocalExecutor(config, workers)
 
             def verify(self, codes: list[str], hidden: list[HiddenTests | None]) -> list[Report]:
-                return self.verifier.verify_many(codes, hidden, raw_code=True)
+                return [f.result() for f in self.executor.run(list(zip(codes, hidden, strict=True)))]
 
             def pid(self) -> int:
                 return os.getpid()
@@ -107,19 +109,19 @@ class _Request:
     attempts: int = 0
 
 
-class RayVerifier(Verifier):
-    """A ``Verifier`` whose verifications run on Ray actors of ``cpus_per_worker`` CPUs each.
+class RayExecutor:
+    """Verification on Ray actors of ``cpus_per_worker`` CPUs each.
 
     ``workers``: actors to start (default: the cluster's CPUs // ``cpus_per_worker``, divided among the
-    ``WORLD_SIZE`` processes of a multi-process training job). ``stats`` adds
-    ``batches`` (actor calls) and ``retried`` (batches sent again after their actor died).
+    ``WORLD_SIZE`` processes of a multi-process training job). ``stats``: ``batches`` (actor calls) and
+    ``retried`` (batches sent again after their actor died).
     """
 
     backend = "ray"
 
     def __init__(self, config: VerifierConfig | None = None, address: str = "auto", *, workers: int | None = None,
                  cpus_per_worker: int = 2, batch_size: int = 8, queue_depth: int = 2, retries: int = 2,
-                 cache_size: int = 65536, local_cpus: int | None = None) -> None:
+                 local_cpus: int | None = None) -> None:
         import ray
 
         connect(address, num_cpus=local_cpus)
@@ -129,11 +131,11 @@ class RayVerifier(Verifier):
                                  f"{cpus_per_worker}; {HINT}")
         # The processes of one training job (WORLD_SIZE, set by torchrun / accelerate launch) share the cluster.
         count = workers or max(1, cluster_cpus // cpus_per_worker // max(1, int(os.environ.get("WORLD_SIZE", "1"))))
-        self.batch_size, self.queue_depth, self.retries = batch_size, queue_depth, retries
-        # Base-class threads only wait for results: as many as can be in flight at once.
-        super().__init__(config, workers=count * batch_size * queue_depth, cache_size=cache_size)
+        self.config = config or VerifierConfig()
         self.workers = count
-        self.stats.update(batches=0, retried=0)
+        self.batch_size, self.queue_depth, self.retries = batch_size, queue_depth, retries
+        self.stats = {"batches": 0, "retried": 0}
+        self.fallback_reasons: Counter[str] = Counter()  # batch mode combines on the actors; not seen here
         worker = _worker_class()
         self.actors = [worker.options(num_cpus=cpus_per_worker).remote(self.config, cpus_per_worker)
                        for _ in range(count)]
@@ -145,13 +147,13 @@ class RayVerifier(Verifier):
         self._dispatcher = threading.Thread(target=self._dispatch, name="ray-dispatch", daemon=True)
         self._dispatcher.start()
 
-    def _preflight(self) -> None:
+    def preflight(self) -> None:
         """Nothing to check here: the workers verify on their own nodes (this one may have no Rust)."""
 
-    def _with_slot(self, code: str, hidden: HiddenTests | None) -> Report:
-        request = _Request(code, hidden)
-        self._enqueue([request])
-        return request.future.result()
+    def run(self, items: Sequence[Item]) -> list[Future[Report]]:
+        requests = [_Request(code, hidden) for code, hidden in items]
+        self._enqueue(requests)
+        return [r.future for r in requests]
 
     def _enqueue(self, requests: list[_Request], front: bool = False) -> None:
         with self._ready:
@@ -206,8 +208,7 @@ class RayVerifier(Verifier):
     def _fail(self, batch: list[_Request], err: BaseException) -> None:
         message = f"RayError: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
         for request in batch:
-            request.future.set_result(Report(has_code=bool(request.code.strip()), internal_error=message,
-                                             mode=self.config.mode))
+            request.future.set_result(failed_report(request.code, message, self.config.mode))
 
     def worker_pids(self) -> list[int]:
         """The process ids of the actors (tests kill them)."""
@@ -221,7 +222,6 @@ class RayVerifier(Verifier):
         with self._ready:
             self._closed = True
             self._ready.notify_all()
-        super().close()
         self._collectors.shutdown(wait=True)
         for actor in self.actors:
             ray.kill(actor)

@@ -1,0 +1,290 @@
+"""What the single and batch paths share: a crate's job in the sandbox, the compiler passes of a test harness, the
+test runs judged by seals, and the ``Report`` they make.
+
+**Test verdicts come from seals, not from output** (``crate.seal_tests``): each test runs in its own process
+(``--exact NAME``) and passed only when that process exited 0 and printed the test's nonce, which only the test's
+own guard knows. Hidden and variant sources are deleted and the binaries made unreadable before any test binary
+starts; test runs get no ``/proc``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
+from rust_rewards.verify import sandbox
+from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.crate import CrateLayout, SealedTest, remove_hidden_sources, rewrite_lib, strip_seals
+from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
+from rust_rewards.verify.sandbox import Limits
+from rust_rewards.verify.toolchain import Toolchain
+
+_TEXT_CAP = 20_000
+
+
+DEV = ["-C", "debuginfo=0"]
+
+
+RELEASE = ["-C", "opt-level=3", "-C", "debug-assertions=off", "-C", "overflow-checks=off"]
+
+
+@dataclass
+class Job:
+    layout: CrateLayout
+    tc: Toolchain
+    config: VerifierConfig
+    slot: int
+    logs: Path
+    durations: dict[str, float] = field(default_factory=dict)
+    timed_out: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+    def env(self) -> dict[str, str]:
+        root = self.layout.root
+        return {
+            "PATH": f"{self.tc.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(root),
+            "CARGO_HOME": str(root / ".cargo-home"),
+            "CARGO_NET_OFFLINE": "true",
+            "CARGO_INCREMENTAL": "0",
+            "CARGO_TERM_COLOR": "never",
+            "LD_LIBRARY_PATH": str(self.tc.std_lib_dir),
+            "MALLOC_ARENA_MAX": "2",
+            "RUST_BACKTRACE": "0",
+            "RUST_TEST_THREADS": "1",
+            "LANG": "C.UTF-8",
+        }
+
+    def run(self, phase: str, argv: list[str], *, limits: Limits, writable: bool = True) -> sandbox.RunResult:
+        """One phase in its own sandbox call."""
+        return self.run_steps(phase, [sandbox.Step(phase, argv)], limits=limits, writable=writable)[phase]
+
+    def run_steps(self, group: str, steps: list[sandbox.Step], *, limits: Limits,
+                  writable: bool = True) -> dict[str, sandbox.RunResult]:
+        """Several phases in one sandbox call; steps are named after their phase.
+
+        Every call sees a minimal file system: system dirs, the crate, and the toolchain (compiler passes) or
+        only std's shared library (test runs, which also get no ``/proc``).
+        """
+        extra = (self.tc.sysroot,) if writable else (self.tc.std_lib_dir,)
+        results = sandbox.run_steps(
+            steps, crate=self.layout.root, log_dir=self.logs / group, limits=limits, env=self.env(),
+            slot=self.slot, writable=writable, extra_ro=extra, minimal_fs=True,
+        )
+        for name, result in results.items():
+            self._account(name.split(":")[0], result)
+        return results
+
+    def _account(self, phase: str, result: sandbox.RunResult) -> None:
+        self.durations[phase] = self.durations.get(phase, 0.0) + result.seconds
+        if result.timed_out and phase not in self.timed_out:
+            self.timed_out.append(phase)
+
+
+def job_report(job: Job, facts, build_ok: bool, outcome: CompileOutcome, own: TestCounts,
+            hidden: TestCounts | None, checks: OwnTestChecks | None = None) -> Report:
+    return Report(
+        has_code=True,
+        build_ok=build_ok,
+        clippy_ok=build_ok and not outcome.clippy_lints and not {"build", "clippy"} & set(job.timed_out),
+        error_codes=outcome.error_codes,
+        clippy_warnings=tuple(lint.removeprefix("clippy::") for lint in outcome.clippy_lints),
+        rustc_warnings=outcome.rustc_warnings,
+        own_tests=own,
+        hidden_tests=hidden,
+        own_checks=checks or OwnTestChecks(),
+        source=facts,
+        timed_out=tuple(job.timed_out),
+        durations={k: round(v, 4) for k, v in job.durations.items()},
+        diagnostics=strip_seals(outcome.rendered)[:_TEXT_CAP],
+        test_output="\n".join(job.outputs)[:_TEXT_CAP],
+        mode=job.config.mode,
+    )
+
+
+def skipped_hidden(layout: CrateLayout) -> TestCounts | None:
+    return None if layout.hidden is None else TestCounts(expected=layout.hidden_expected)
+
+
+@dataclass(frozen=True)
+class TestPlan:
+    """Which compiled tests to run: the model's own (in ``own_binary``, when it compiled with them), the hidden
+    tests per binary, and the variants' copies of the own tests (in ``own_binary``, when they compiled)."""
+
+    own_binary: str = ""
+    own: tuple[SealedTest, ...] = ()
+    hidden: tuple[tuple[str, tuple[SealedTest, ...]], ...] = ()
+    variants: bool = False
+
+
+def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bool) -> list[sandbox.Step]:
+    """One process per test, by exact name (hidden tests include ``#[ignore]``d ones; own ignored tests do not
+    run). The own tests and their copies in the variants are one timeout group, the hidden tests another."""
+    extra = ["--include-ignored"] if hidden else []
+    return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra],
+                         group="hidden" if hidden else "own", model_controlled=True)
+            for i, t in enumerate(tests) if hidden or not t.ignored]
+
+
+def _passed(results: dict[str, sandbox.RunResult], group: str, tests: tuple[SealedTest, ...]) -> list[bool]:
+    """Per test: its process exited 0 in time and printed the test's nonce."""
+    out = []
+    for i, t in enumerate(tests):
+        r = results.get(f"{group}:{i}")
+        out.append(r is not None and r.returncode == 0 and not r.timed_out and f"\n{t.nonce}\n" in r.stdout)
+    return out
+
+
+_FILTERED = re.compile(r"\d+ filtered out; ")
+"""How many other tests the binary holds: it differs between a crate of its own and a shared one."""
+
+
+@dataclass(frozen=True)
+class TestResults:
+    own: TestCounts
+    hidden: TestCounts | None
+    checks: OwnTestChecks
+
+
+def run_tests(job: Job, plan: TestPlan, *, own_expected: int, hidden_compiled: bool) -> TestResults:
+    """Delete every source but the model's, make the binaries unreadable, run each planned test in its own
+    process (one sandbox call) and judge it by its seal."""
+    layout = job.layout
+    tree = layout.tree
+    remove_hidden_sources(layout)
+    steps: list[sandbox.Step] = []
+    if plan.own:
+        steps += _steps("test", plan.own_binary, plan.own, hidden=False)
+    variants = tree.variants if tree is not None and plan.variants else ()
+    for k, v in enumerate(variants):
+        steps += _steps(f"variant{k}", plan.own_binary, v.tests, hidden=False)
+    for i, (binary, tests) in enumerate(plan.hidden):
+        steps += _steps(f"hidden{i}", binary, tests, hidden=True)
+    for binary in {plan.own_binary, *(b for b, _ in plan.hidden)} - {""}:
+        path = layout.root / binary
+        if path.exists():
+            path.chmod(0o111)
+    results = job.run_steps("run", steps, limits=job.config.run_limits, writable=False) if steps else {}
+    nonces = [t.nonce for t in (*plan.own, *(t for _, ts in plan.hidden for t in ts))]
+    for prefix in ("test:", "hidden"):  # own tests' output first: feedback shows it up to HIDDEN_OUTPUT
+        if prefix == "hidden" and any(name.startswith(prefix) for name in results):
+            job.outputs.append(HIDDEN_OUTPUT)
+        for name, result in results.items():
+            if name.startswith(prefix):
+                text = _FILTERED.sub("", result.stdout)
+                for nonce in nonces:
+                    text = text.replace(f"\n{nonce}\n", "\n")
+                job.outputs.append(text)
+    timed = {name.split(":")[0] for name, r in results.items() if r.timed_out}
+    own_ran = [t for t in plan.own if not t.ignored]
+    own_ok = _passed(results, "test", plan.own)
+    own_passed = sum(ok for ok, t in zip(own_ok, plan.own, strict=True) if not t.ignored)
+    own = TestCounts(
+        passed=own_passed, failed=len(own_ran) - own_passed, ignored=len(plan.own) - len(own_ran),
+        expected=len(own_ran), summary_seen=bool(own_ran), timed_out="test" in timed,
+    ) if plan.own else TestCounts(expected=own_expected, timed_out=False)
+    hidden = None
+    if layout.hidden is not None:
+        passed = sum(sum(_passed(results, f"hidden{i}", tests)) for i, (_, tests) in enumerate(plan.hidden))
+        ran = hidden_compiled and bool(plan.hidden)
+        hidden = TestCounts(passed=passed, failed=layout.hidden_expected - passed if ran else 0,
+                            expected=layout.hidden_expected, summary_seen=ran,
+                            timed_out=any(g.startswith("hidden") for g in timed))
+    return TestResults(own, hidden, _checks(layout, plan, results, own_ok))
+
+
+def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunResult],
+            own_ok: list[bool]) -> OwnTestChecks:
+    """How the own tests that passed fared on the variants (see ``OwnTestChecks``)."""
+    kinds = tuple(kind for kind, _ in layout.variant_codes)
+    if not plan.own or not any(own_ok):
+        return OwnTestChecks(kinds)
+    compiled = layout.tree.variants if layout.tree is not None and plan.variants else ()
+    if not compiled and kinds:
+        return OwnTestChecks(kinds, compiled=False)
+    on = {v.kind: dict(zip((t.key for t in v.tests), _passed(results, f"variant{k}", v.tests), strict=True))
+          for k, v in enumerate(compiled) if v.kind == "reference"}
+    wrong = [dict(zip((t.key for t in v.tests), _passed(results, f"variant{k}", v.tests), strict=True))
+             for k, v in enumerate(compiled) if v.kind == "mutant"]
+    valid = discriminating = 0
+    for t, ok in zip(plan.own, own_ok, strict=True):
+        if not ok or t.ignored or ("reference" in on and not on["reference"].get(t.key, False)):
+            continue
+        valid += 1
+        discriminating += any(not w.get(t.key, True) for w in wrong)
+    return OwnTestChecks(kinds, compiled=True, valid=valid, discriminating=discriminating)
+
+
+def rustc_base(job: Job, tool: Path, src: str) -> list[str]:
+    return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
+
+
+def harness_step(job: Job, profile: list[str], output: str, eager: list[str] = (), step: str = "test_compile"
+                  ) -> sandbox.Step:
+    name = job.layout.lib_name
+    return sandbox.Step(step, [
+        *rustc_base(job, job.tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
+        "-C", "prefer-dynamic", "-o", output,
+    ])
+
+
+def settle_harness(job: Job, first: sandbox.RunResult, *, own: bool, hidden: bool,
+                    recompile: Callable[[str], sandbox.RunResult], cargo: bool = False
+                    ) -> tuple[CompileOutcome, tuple[bool, bool, bool], list[sandbox.RunResult]]:
+    """After a failed harness compile, drop what does not compile and compile again (``recompile(phase)``, at most
+    3 times): variants the own tests do not compile against, hidden tests that do not compile against the code,
+    the model's own test code when it is what fails. Returns the compiler messages to report (those of the
+    compile that failed on the model's test code, else of the last one; never a variant's), whether the own
+    tests, the hidden tests and the variants are in the binary, and every compile's result."""
+    text = (lambda r: r.stdout) if cargo else (lambda r: r.stderr)  # noqa: E731
+    variants = bool(job.layout.variant_files)
+    result, results = first, [first]
+    outcome = shown = harness_outcome(text(result), job.layout)
+    ok = result.returncode == 0 and not result.timed_out
+    for _ in range(3):
+        if ok:
+            break
+        errors = set(harness_outcome(text(result), job.layout, keep_variants=True).error_files)
+        before = (own, hidden, variants)
+        if variants and errors & set(job.layout.variant_files):
+            variants = False
+        if hidden and job.layout.hidden_file in errors:
+            hidden = False
+        if own and ("src/lib.rs" in errors or before == (own, hidden, variants)):
+            own = variants = False
+            shown = outcome
+        if (own, hidden, variants) == before or not (own or hidden):
+            break
+        job.layout = rewrite_lib(job.layout, own_tests=own, with_hidden=hidden, with_variants=variants)
+        result = recompile("test_compile" if own else "hidden_compile")
+        results.append(result)
+        outcome = harness_outcome(text(result), job.layout)
+        ok = result.returncode == 0 and not result.timed_out
+    if not ok:
+        own = hidden = variants = False
+    return (shown if shown is not outcome and not own else outcome), (own, hidden, variants), results
+
+
+def harness_outcome(stderr: str, layout: CrateLayout, keep_variants: bool = False) -> CompileOutcome:
+    """The harness compile's messages; those located in a variant's file are dropped (they quote the reference,
+    which the model never sees) unless ``keep_variants``."""
+    files = set() if keep_variants else set(layout.variant_files)
+    lines = [line for line in stderr.splitlines() if not files or primary_file(line) not in files]
+    return parse_compiler("\n".join(lines), clippy_pass=False)
+
+
+def primary_file(line: str) -> str | None:
+    """The file of a JSON message's primary span (rustc's, or cargo's wrapped ``compiler-message``)."""
+    if not line.startswith("{"):
+        return None
+    try:
+        msg = json.loads(line)
+        msg = msg.get("message") if msg.get("reason") == "compiler-message" else msg
+        spans = msg.get("spans") or []
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return next((sp.get("file_name") for sp in spans if isinstance(sp, dict) and sp.get("is_primary")), None)
