@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rust_rewards.cpus import BF16_FLAGS, cpu_has_native_bf16
+from rust_rewards.data.bundled import BUNDLED_TASKS
 from rust_rewards.train.gpu_plan import LORA_TARGETS, ModelShape, RunShape, format_plan
-from rust_rewards.train.tiny_model import BUNDLED_TASKS, QWEN_SHAPES, SPECIAL_TOKENS, qwen_shape_config, train_tokenizer
+from rust_rewards.train.tiny_model import QWEN_SHAPES, SPECIAL_TOKENS, qwen_shape_config, train_tokenizer
 
 LAYERS = 2
 """Decoder layers of the shaped model (the real one has 28): each layer is exactly the real shape."""

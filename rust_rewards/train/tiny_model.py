@@ -24,6 +24,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from rust_rewards.data.bundled import BUNDLED_TASKS
 from rust_rewards.data.importers import load_file
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.tasks import Task
@@ -48,8 +49,6 @@ def chat_template() -> str:
 
 MARKER = "tiny_model.json"
 
-BUNDLED_TASKS = Path(__file__).resolve().parents[2] / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
-"""The repository's bundled tasks: their short reference solutions join the warm-start answers."""
 
 QWEN_SHAPES: dict[str, dict[str, int]] = {
     "Qwen/Qwen2.5-Coder-1.5B-Instruct": dict(

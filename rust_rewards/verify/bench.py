@@ -38,7 +38,8 @@ from rust_rewards.verify.diagnostics import parse_compiler, parse_libtest
 from rust_rewards.verify.toolchain import find_toolchain
 from rust_rewards.verify.verifier import Verifier
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus"
+DEFAULT_CORPUS = Path(__file__).with_name("corpus")
+"""The benchmark corpus shipped with the package (``benchmarks/corpus`` in a checkout)."""
 Verdict = tuple
 
 
