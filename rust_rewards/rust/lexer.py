@@ -594,76 +594,87 @@ def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
     >>> forbidden_calls(tokenize("fn f() { std::r#process::exit(0) } struct i32;"))
     ('shadows built-in name i32', 'std::process::exit')
     """
-    found: set[str] = set()
-    n = len(tokens)
-    pairs = _bracket_pairs(tokens)
-    variants = _shadowing_variants(tokens, pairs)
-    in_use = False
-    use_end = -1
-    associated: list[bool] = []  # per open brace: True for an impl/trait body
-    statement = 0
-    splices: set[str] = set()
-    invocations: list[tuple[int, int]] = []
+    scan = _Scan(tokens)
     for i, tok in enumerate(tokens):
-        text = tok.text
-        nxt = tokens[i + 1] if i + 1 < n else None
-        after = tokens[i + 2] if i + 2 < n else None
         if tok.kind == "punct":
-            if text == "{":
-                associated.append(_opens_associated_items(tokens, pairs, statement, i))
-                statement = i + 1
-            elif text == "}":
-                if associated:
-                    associated.pop()
-                statement = i + 1
-            elif text == ";":
-                in_use = False
-                statement = i + 1
-            elif text == "#" and nxt is not None:
-                open_at = i + 2 if nxt.text == "!" else i + 1
-                if open_at < n and tokens[open_at].text == "[":
-                    close = pairs[open_at]
-                    for name in _attribute_names(tokens, open_at + 1, close, pairs):
-                        if name in _HARNESS_ATTRS or name.startswith("rustc_"):
-                            found.add(f"#[{name}] attribute")
-                    if any(t.text == "$" for t in tokens[open_at + 1 : close]):
-                        splices.add("attribute")
-            elif text == "$" and nxt is not None and nxt.kind == "ident" and nxt.text != "crate":
-                before = tokens[i - 1].text if i else ""
-                if before == "::" or (after is not None and after.text in ("::", "!")):
-                    splices.add("path")
-                if after is not None and (after.text == "$" or (after.kind == "ident"
-                                                               and after.text not in _RESERVED_WORDS)):
-                    splices.add("type")  # `$kw $name`: a metavariable standing for a keyword
-                if in_use and before == "as":
-                    splices.add("type")
-            continue
-        if tok.kind == "string":
-            if HIDDEN_PREFIX in text:
-                found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
-            if text.startswith("cr#"):  # before edition 2021 `cr#"a"b"#` is `cr # "a" b "#...`: code hides in it
-                found.add("raw C string literal")
-            continue
-        if tok.kind != "ident":
-            continue
+            scan.punct(i)
+        elif tok.kind == "string":
+            scan.string(tok.text)
+        elif tok.kind == "ident":
+            scan.ident(i)
+    if scan.splices:
+        scan.found.update(_spliced(tokens, scan.invocations, scan.splices))
+    return tuple(sorted(scan.found))
+
+
+class _Scan:
+    """``forbidden_calls``' pass over the tokens: where it is (inside a ``use``, an impl/trait body) and what it
+    found so far (reasons, the kinds of splices local macros make, the invocations of local macros)."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens, self.n = tokens, len(tokens)
+        self.pairs = _bracket_pairs(tokens)
+        self.variants = _shadowing_variants(tokens, self.pairs)
+        self.found: set[str] = set()
+        self.splices: set[str] = set()
+        self.invocations: list[tuple[int, int]] = []
+        self.in_use = False
+        self.use_end = -1
+        self.associated: list[bool] = []  # per open brace: True for an impl/trait body
+        self.statement = 0
+
+    def _at(self, i: int) -> Token | None:
+        return self.tokens[i] if i < self.n else None
+
+    def punct(self, i: int) -> None:
+        tokens, text, nxt, after = self.tokens, self.tokens[i].text, self._at(i + 1), self._at(i + 2)
+        if text == "{":
+            self.associated.append(_opens_associated_items(tokens, self.pairs, self.statement, i))
+            self.statement = i + 1
+        elif text == "}":
+            if self.associated:
+                self.associated.pop()
+            self.statement = i + 1
+        elif text == ";":
+            self.in_use = False
+            self.statement = i + 1
+        elif text == "#" and nxt is not None:
+            open_at = i + 2 if nxt.text == "!" else i + 1
+            if open_at < self.n and tokens[open_at].text == "[":
+                close = self.pairs[open_at]
+                for name in _attribute_names(tokens, open_at + 1, close, self.pairs):
+                    if name in _HARNESS_ATTRS or name.startswith("rustc_"):
+                        self.found.add(f"#[{name}] attribute")
+                if any(t.text == "$" for t in tokens[open_at + 1 : close]):
+                    self.splices.add("attribute")
+        elif text == "$" and nxt is not None and nxt.kind == "ident" and nxt.text != "crate":
+            before = tokens[i - 1].text if i else ""
+            if before == "::" or (after is not None and after.text in ("::", "!")):
+                self.splices.add("path")
+            if after is not None and (after.text == "$" or (after.kind == "ident"
+                                                           and after.text not in _RESERVED_WORDS)):
+                self.splices.add("type")  # `$kw $name`: a metavariable standing for a keyword
+            if self.in_use and before == "as":
+                self.splices.add("type")
+
+    def string(self, text: str) -> None:
+        if HIDDEN_PREFIX in text:
+            self.found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
+        if text.startswith("cr#"):  # before edition 2021 `cr#"a"b"#` is `cr # "a" b "#...`: code hides in it
+            self.found.add("raw C string literal")
+
+    def ident(self, i: int) -> None:
+        tokens, found = self.tokens, self.found
+        text, nxt, after = tokens[i].text, self._at(i + 1), self._at(i + 2)
         if HIDDEN_PREFIX in text:
             found.add(f"names the verifier's hidden-test module ({HIDDEN_PREFIX}...)")
-        if text == "use" and not (nxt is not None and nxt.text == "<") and i > use_end:
-            in_use = True
-            use_end = i + 1
-            while use_end < n and tokens[use_end].text != ";":
-                use_end += 1
-            for root, last, alias, glob in _use_leaves(tokens, pairs, i + 1, use_end):
-                name = alias if alias is not None else last
-                if glob:
-                    found.update(f"shadows built-in name {v}" for v in variants.get(last, ()))
-                elif name in SHADOW_NAMES and (alias is not None or root not in _CRATE_NAMES):
-                    found.add(f"shadows built-in name {name}")
+        if text == "use" and not (nxt is not None and nxt.text == "<") and i > self.use_end:
+            self._use(i)
         elif text == "process":
             target = after.text if nxt is not None and nxt.text == "::" and after is not None else None
             if target is not None and target not in _PROCESS_ALLOWED:
                 found.add(f"std::process::{target}" if after.kind == "ident" else "std::process")
-            elif in_use and target is None:
+            elif self.in_use and target is None:
                 found.add("imports std::process")
         elif text == "unsafe":
             found.add("unsafe code")
@@ -672,35 +683,49 @@ def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
                 found.add("extern crate")
             else:
                 k = i + 2 if nxt is not None and nxt.kind == "string" else i + 1
-                if not (k < n and tokens[k].kind == "ident" and tokens[k].text == "fn"):
+                if not (k < self.n and tokens[k].kind == "ident" and tokens[k].text == "fn"):
                     found.add("extern block")  # foreign items; `extern "C" fn` definitions and types are fine
         elif text in _ASM_MACROS:
             found.add("inline assembly")
         elif text == "global_allocator":
             found.add("#[global_allocator] attribute")
-        elif text in _FILE_MACROS and (text != "include" or in_use or (nxt is not None and nxt.text == "!")):
+        elif text in _FILE_MACROS and (text != "include" or self.in_use or (nxt is not None and nxt.text == "!")):
             found.add(f"{text}! (reads a file at compile time)")
         elif text == "macro_rules" and nxt is not None and nxt.text == "!" and after is not None:
             if after.text in STD_MACROS:
                 found.add(f"redefines {after.text}!")
             elif after.text == "$":
-                splices.add("macro")
+                self.splices.add("macro")
         elif text == "as" and nxt is not None:
             if nxt.text in STD_MACROS:
                 found.add(f"redefines {nxt.text}!")
-        elif (text in _TYPE_DEFINERS or text in _VALUE_DEFINERS) and not (associated and associated[-1]):
-            j = i + 2 if text == "static" and nxt is not None and nxt.text == "mut" else i + 1
-            if j < n and tokens[j].kind == "ident":
-                if tokens[j].text in (SHADOW_NAMES if text in _TYPE_DEFINERS else _PRELUDE_VALUES):
-                    found.add(f"shadows built-in name {tokens[j].text}")
-            elif j < n and tokens[j].text == "$":
-                splices.add("type" if text in _TYPE_DEFINERS else "value")
+        elif (text in _TYPE_DEFINERS or text in _VALUE_DEFINERS) and not (self.associated and self.associated[-1]):
+            self._definition(i, text, nxt)
         if nxt is not None and nxt.text == "!" and after is not None and after.text in _OPEN \
                 and text not in STD_MACROS:
-            invocations.append((i + 3, pairs[i + 2]))
-    if splices:
-        found.update(_spliced(tokens, invocations, splices))
-    return tuple(sorted(found))
+            self.invocations.append((i + 3, self.pairs[i + 2]))
+
+    def _use(self, i: int) -> None:
+        """A ``use`` declaration: imports that shadow a built-in name, or glob-import shadowing enum variants."""
+        self.in_use = True
+        self.use_end = i + 1
+        while self.use_end < self.n and self.tokens[self.use_end].text != ";":
+            self.use_end += 1
+        for root, last, alias, glob in _use_leaves(self.tokens, self.pairs, i + 1, self.use_end):
+            name = alias if alias is not None else last
+            if glob:
+                self.found.update(f"shadows built-in name {v}" for v in self.variants.get(last, ()))
+            elif name in SHADOW_NAMES and (alias is not None or root not in _CRATE_NAMES):
+                self.found.add(f"shadows built-in name {name}")
+
+    def _definition(self, i: int, text: str, nxt: Token | None) -> None:
+        """An item definition outside impl/trait bodies: a type or value named like a built-in one."""
+        j = i + 2 if text == "static" and nxt is not None and nxt.text == "mut" else i + 1
+        if j < self.n and self.tokens[j].kind == "ident":
+            if self.tokens[j].text in (SHADOW_NAMES if text in _TYPE_DEFINERS else _PRELUDE_VALUES):
+                self.found.add(f"shadows built-in name {self.tokens[j].text}")
+        elif j < self.n and self.tokens[j].text == "$":
+            self.splices.add("type" if text in _TYPE_DEFINERS else "value")
 
 
 def _spliced(tokens: list[Token], invocations: list[tuple[int, int]], splices: set[str]) -> set[str]:

@@ -374,9 +374,30 @@ def run_steps(
         for kind in ("stdout", "stderr"):
             files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
     fds = tuple(f.fileno() for f in files.values())
+    wall = len(steps) * (limits.wall_seconds + 1) + 5
+    start = time.monotonic()
+    try:
+        _returncode, outer_timeout = _spawn(
+            [*prefix, "/bin/bash", "-c", _wrapper_script(steps, files, limits)], crate=crate, env=env, user=user,
+            wall=wall, stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=fds,
+        )
+    finally:
+        for f in files.values():
+            f.close()
+    elapsed = time.monotonic() - start
+    started, status = _read_status(log_dir / "status")
+    if not started:
+        raise SandboxError(f"sandbox failed to start: {_read_capped(log_dir / 'sandbox.stderr', 500).strip()}")
+    return _results(steps, status, outer_timeout=outer_timeout, elapsed=elapsed, crate=crate, log_dir=log_dir,
+                    limits=limits, env=env, output_cap=output_cap)
+
+
+def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limits) -> str:
+    """The bash script that runs ``steps`` in the sandbox: each under ``timeout`` with only its own output files
+    open, one status line per step on the status descriptor; a timed-out step skips the rest of its group."""
     # pass_fds keeps descriptor numbers across exec, so the script writes to the inherited numbers directly.
     status_fd = files["status"].fileno()
-    close_all = " ".join(f"{fd}>&-" for fd in fds)
+    close_all = " ".join(f"{f.fileno()}>&-" for f in files.values())
     lines = [f"echo start >&{status_fd}"]
     groups = {g: k for k, g in enumerate(dict.fromkeys(step.group for step in steps if step.group))}
     for i, step in enumerate(steps):
@@ -392,20 +413,13 @@ def run_steps(
             line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; [ $rc -eq 124 ] && {flag}=1; '
                     f'else echo "{i} skip" >&{status_fd}; fi')
         lines.append(line)
-    wall = len(steps) * (limits.wall_seconds + 1) + 5
-    start = time.monotonic()
-    try:
-        _returncode, outer_timeout = _spawn(
-            [*prefix, "/bin/bash", "-c", "\n".join(lines)], crate=crate, env=env, user=user, wall=wall,
-            stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=fds,
-        )
-    finally:
-        for f in files.values():
-            f.close()
-    elapsed = time.monotonic() - start
-    started, status = _read_status(log_dir / "status")
-    if not started:
-        raise SandboxError(f"sandbox failed to start: {_read_capped(log_dir / 'sandbox.stderr', 500).strip()}")
+    return "\n".join(lines)
+
+
+def _results(steps: list[Step], status: dict[int, tuple[int, float]], *, outer_timeout: bool, elapsed: float,
+             crate: Path, log_dir: Path, limits: Limits, env: dict[str, str], output_cap: int) -> dict[str, RunResult]:
+    """One ``RunResult`` per step that ran, from the status lines and the output files; ``SandboxError`` when our
+    own program could not run or the wrapper stopped before a step of ours reported."""
     results: dict[str, RunResult] = {}
     for i, step in enumerate(steps):
         if i not in status:
