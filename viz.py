@@ -4,351 +4,54 @@ __generated_with = "0.25.2"
 app = marimo.App(width="full", app_title="Rust GRPO dashboard")
 
 with app.setup:
-    import math
-    from dataclasses import dataclass
     from pathlib import Path
 
     import altair as alt
     import marimo as mo
-    import pandas as pd
 
-    from rust_rewards.eval.metrics import comparison_table, round_metrics
+    from rust_rewards.eval.metrics import comparison_table
+    from rust_rewards.runs.layout import PARAMS_HISTORY_FILE
+    from rust_rewards.runs.overview import VizParams, overview_lines, run_overview
     from rust_rewards.runs.records import (
         ANY_CODE,
         NO_CODE,
-        EvalLogs,
         RunLogError,
         RunLogs,
         completion_table,
         dir_signature,
-        error_code_counts,
-        eval_error_codes,
-        eval_metrics,
         filter_completions,
-        health_warnings,
         inspect_eval,
         inspect_run,
         load_eval,
         load_run,
-        metric_series,
-        pass_rates,
-        reward_series,
+        reward_range,
         start_table,
         top_error_codes,
-        verify_health,
     )
     from rust_rewards.rust.extract import extract_rust
+    from rust_rewards.ui.charts import (
+        chart_or_note,
+        clipped_chart,
+        components_chart,
+        error_code_chart,
+        eval_chart,
+        eval_error_chart,
+        eval_rounds_chart,
+        health_callout,
+        health_chart,
+        held_out_chart,
+        length_chart,
+        loss_chart,
+        pass_rate_chart,
+        policy_chart,
+        reward_chart,
+        share_chart,
+        time_chart,
+        token_accuracy_chart,
+    )
 
     alt.data_transformers.disable_max_rows()
     REFRESH_OPTIONS = ["5s", "10s", "30s", "1m", "5m"]
-    STEP_AXIS = alt.Axis(format="d", tickMinStep=1)
-    COUNT_AXIS = alt.Axis(format="d", tickMinStep=1)
-    EVAL_METRICS = ("build_rate", "clippy_rate", "test_rate", "hidden_pass_at_1", "hack_flag_rate")
-
-
-@app.class_definition
-@dataclass(frozen=True)
-class VizParams:
-    """What the dashboard shows: a training output dir, an optional eval dir, and display settings.
-
-    Filled from the command line (``marimo run viz.py -- --run DIR --eval DIR``); in the page the same
-    values are the defaults of the controls at the top.
-    """
-
-    run_dir: str = ""
-    eval_dir: str = ""
-    smoothing: float = 0.6
-    refresh: str = "10s"
-
-    @classmethod
-    def from_args(cls, args: dict[str, str]) -> "VizParams":
-        known = {"run": "run_dir", "eval": "eval_dir", "smoothing": "smoothing", "refresh": "refresh"}
-        if any(str(key).lstrip("-") in ("help", "h") for key in args):
-            print("usage: python viz.py [--run DIR] [--eval DIR] [--smoothing S] [--refresh T]\n\n"
-                  "  --run DIR  a train.py output folder (metrics.jsonl, completions/)\n"
-                  "  --eval DIR  an eval.py output folder (summary.json, results.parquet)\n"
-                  f"  --smoothing S  exponential smoothing of the curves, in [0, 1) [default: {cls.smoothing}]\n"
-                  f"  --refresh T  how often a live run is re-read, e.g. 10s, 1m, off [default: {cls.refresh}]",
-                  flush=True)
-            raise SystemExit(0)
-        unknown = sorted(set(args) - set(known))
-        if unknown:
-            raise ValueError(f"unknown argument(s) {', '.join('--' + u for u in unknown)}; "
-                             f"expected {', '.join('--' + k for k in known)}")
-        values: dict[str, object] = {known[key]: value for key, value in args.items()}
-        if "smoothing" in values:
-            try:
-                values["smoothing"] = float(values["smoothing"])
-            except ValueError as err:
-                raise ValueError(f"--smoothing must be a number, got {values['smoothing']!r}") from err
-            if not 0.0 <= values["smoothing"] < 1.0:
-                raise ValueError(f"--smoothing must be in [0, 1), got {values['smoothing']}")
-        return cls(**values)
-
-
-@app.function
-def line_chart(data: pd.DataFrame, title: str, y_title: str, percent: bool = False) -> alt.Chart | None:
-    """Raw values as faint lines and their smoothed values as solid lines, one colour per series."""
-    if data.empty:
-        return None
-    axis = alt.Axis(format=".2~%") if percent else alt.Axis()
-    low = float(min(data["value"].min(), data["smoothed"].min()))
-    high = float(max(data["value"].max(), data["smoothed"].max()))
-    # a constant series (all-zero rewards early in training) gets a visible range instead of NaN ticks
-    pad = abs(low) * 0.1 or 1.0
-    scale = alt.Scale(domain=[min(low, 0.0), max(high, 0.0) + pad]) if high - low < 1e-12 else alt.Undefined
-    base = alt.Chart(data).encode(
-        x=alt.X("step:Q", title="step", axis=STEP_AXIS),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom")),
-    )
-    raw = base.mark_line(opacity=0.3).encode(
-        y=alt.Y("value:Q", title=y_title, axis=axis, scale=scale)
-    )
-    smooth = base.mark_line(point=len(data) < 40).encode(
-        y="smoothed:Q",
-        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".4"),
-                 alt.Tooltip("smoothed:Q", format=".4")],
-    )
-    return (raw + smooth).properties(title=title, width="container", height=220)
-
-
-@app.function
-def loss_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Training loss per step: the supervised stage's cross-entropy on answer tokens, or GRPO's policy loss."""
-    return line_chart(metric_series(metrics, {"loss": "loss"}, smoothing), "Training loss", "loss")
-
-
-@app.function
-def token_accuracy_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """The supervised stage's share of answer tokens predicted correctly (``--stage sft`` only)."""
-    series = metric_series(metrics, {"token accuracy": "mean_token_accuracy"}, smoothing)
-    return line_chart(series, "Token accuracy (supervised stage)", "share", percent=True)
-
-
-@app.function
-def reward_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Total (weighted) reward per step."""
-    return line_chart(metric_series(metrics, {"total reward": "reward"}, smoothing), "Total reward", "reward")
-
-
-@app.function
-def held_out_chart(metrics: pd.DataFrame) -> alt.Chart | None:
-    """``train.py --eval-tasks``: the policy's hidden pass@1 and build rate on held-out tasks, at the steps it was
-    evaluated (unsmoothed: a few points); None when the run logged no ``eval/*``."""
-    series = metric_series(metrics, {"held-out hidden pass@1": "eval/hidden_pass_at_1",
-                                     "held-out build rate": "eval/build_rate"})
-    return line_chart(series, "Held-out tasks (current policy)", "rate", percent=True)
-
-
-@app.function
-def components_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Each reward function's mean per step (unweighted)."""
-    return line_chart(reward_series(metrics, smoothing), "Reward functions (mean, unweighted)", "reward")
-
-
-@app.function
-def length_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Mean completion length in tokens."""
-    series = metric_series(metrics, {"mean length": "completions/mean_length"}, smoothing)
-    return line_chart(series, "Completion length", "tokens")
-
-
-@app.function
-def clipped_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Share of completions cut at max_completion_length."""
-    series = metric_series(metrics, {"clipped ratio": "completions/clipped_ratio"}, smoothing)
-    return line_chart(series, "Clipped completions", "share", percent=True)
-
-
-@app.function
-def policy_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Entropy and KL to the reference model, where logged."""
-    series = metric_series(metrics, {"entropy": "entropy", "kl": "kl"}, smoothing)
-    return line_chart(series, "Entropy / KL", "nats")
-
-
-@app.function
-def time_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Seconds per optimizer step and the part of it spent computing rewards (running cargo)."""
-    series = metric_series(metrics, {"step time": "step_time", "reward time": "reward_time"}, smoothing)
-    return line_chart(series, "Time per step", "seconds")
-
-
-@app.function
-def share_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Fraction of the step spent in reward functions."""
-    series = metric_series(metrics, {"reward share": "reward_share"}, smoothing)
-    return line_chart(series, "Reward share of step time", "share", percent=True)
-
-
-@app.function
-def health_chart(metrics: pd.DataFrame) -> alt.Chart | None:
-    """Per step, completions whose verification failed for infrastructure reasons (internal errors: no
-    reward) and completions with a timed-out compile or test phase; None when there were none."""
-    health = verify_health(metrics)
-    if not (health["internal_errors"].any() or health["timeouts"].any()):
-        return None
-    tidy = health.rename(columns={"internal_errors": "internal errors"}).melt(
-        id_vars=["step", "completions"], value_vars=["internal errors", "timeouts"], var_name="kind",
-        value_name="count")
-    return (
-        alt.Chart(tidy)
-        .mark_bar()
-        .encode(
-            x=alt.X("step:O", title="step", axis=alt.Axis(labelAngle=0)),
-            xOffset=alt.XOffset("kind:N"),
-            y=alt.Y("count:Q", title="completions", axis=COUNT_AXIS),
-            color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom"),
-                            scale=alt.Scale(domain=["internal errors", "timeouts"], range=["#d62728", "#ff7f0e"])),
-            tooltip=["step:O", "kind:N", "count:Q", alt.Tooltip("completions:Q", title="of completions")],
-        )
-        .properties(title="Verifier internal errors and timeouts per step", width="container", height=220)
-    )
-
-
-@app.function
-def health_callout(metrics: pd.DataFrame) -> object | None:
-    """A red (internal errors) or orange (timeouts only) callout summing up verifier trouble, else None."""
-    warnings = health_warnings(metrics)
-    if not warnings:
-        return None
-    kind = "danger" if verify_health(metrics)["internal_errors"].any() else "warn"
-    return mo.callout(mo.md("**Verifier trouble.** " + " ".join(warnings)), kind=kind)
-
-
-@app.function
-def pass_rate_chart(completions: pd.DataFrame) -> alt.Chart | None:
-    """Per step, the fraction of sampled completions that build, pass clippy, pass their own tests
-    (and the hidden tests, where the task has them)."""
-    rates = pass_rates(completions)
-    if rates.empty:
-        return None
-    return (
-        alt.Chart(rates)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("step:Q", title="step", axis=STEP_AXIS),
-            y=alt.Y("rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
-            color=alt.Color("check:N", title=None, legend=alt.Legend(orient="bottom")),
-            tooltip=["check:N", "step:Q", alt.Tooltip("rate:Q", format=".1%"), "passed:Q", "n:Q"],
-        )
-        .properties(title="Pass rates of sampled completions", width="container", height=220)
-    )
-
-
-@app.function
-def error_code_chart(completions: pd.DataFrame, top: int = 8) -> alt.Chart | None:
-    """Per step, how many completions hit each of the most frequent rustc error codes."""
-    counts = error_code_counts(completions, top)
-    order = [code for code, _ in top_error_codes(completions, top)]
-    if counts.empty or counts["count"].sum() == 0:
-        return None
-    return (
-        alt.Chart(counts)
-        .mark_bar()
-        .encode(
-            x=alt.X("step:O", title="step", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("count:Q", title="completions", stack="zero", axis=COUNT_AXIS),
-            color=alt.Color("code:N", title="error code", sort=order),
-            tooltip=["step:O", "code:N", "count:Q"],
-        )
-        .properties(title=f"Top {top} compiler error codes per step", width="container", height=220)
-    )
-
-
-@app.function
-def eval_chart(logs: EvalLogs) -> alt.Chart | None:
-    """Models side by side per metric, bars with their 95% confidence intervals."""
-    table = eval_metrics(logs)
-    extra_k = table["metric"].str.startswith("pass@") & (table["metric"] != "pass@1")
-    table = table[table["metric"].isin(EVAL_METRICS) | extra_k]
-    if table.empty:
-        return None
-    base = alt.Chart(table).encode(
-        x=alt.X("metric:N", title=None, sort=list(EVAL_METRICS), axis=alt.Axis(labelAngle=0)),
-        xOffset=alt.XOffset("model:N"),
-        color=alt.Color("model:N", legend=alt.Legend(orient="bottom")),
-    )
-    bars = base.mark_bar().encode(
-        y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
-        tooltip=["model:N", "metric:N", alt.Tooltip("value:Q", format=".1%"),
-                 alt.Tooltip("lo:Q", format=".1%"), alt.Tooltip("hi:Q", format=".1%")],
-    )
-    whiskers = base.mark_bar(width=2).encode(y="lo:Q", y2="hi:Q", color=alt.value("black"))
-    return (bars + whiskers).properties(
-        title="Eval: models side by side (95% CI)", width="container", height=260
-    )
-
-
-@app.function
-def eval_error_chart(logs: EvalLogs) -> alt.Chart | None:
-    """Each model's most frequent compiler error codes."""
-    codes = eval_error_codes(logs)
-    if codes.empty:
-        return None
-    return (
-        alt.Chart(codes)
-        .mark_bar()
-        .encode(
-            y=alt.Y("code:N", title="error code", sort="-x"),
-            x=alt.X("count:Q", title="completions", axis=COUNT_AXIS),
-            yOffset=alt.YOffset("model:N"),
-            color=alt.Color("model:N", legend=alt.Legend(orient="bottom")),
-            tooltip=["model:N", "code:N", "count:Q"],
-        )
-        .properties(title="Eval: top compiler error codes", width="container", height=220)
-    )
-
-
-@app.function
-def eval_rounds_chart(logs: EvalLogs) -> alt.FacetChart | None:
-    """Each metric per repair round, models side by side with 95% intervals (None without repair rounds)."""
-    table = round_metrics(logs.summaries)
-    if table.empty:
-        return None
-    base = alt.Chart().encode(x=alt.X("round:O", title="repair round"),
-                              color=alt.Color("model:N", legend=alt.Legend(orient="bottom")))
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
-        tooltip=["model:N", "round:O", "metric:N", alt.Tooltip("value:Q", format=".1%"),
-                 alt.Tooltip("lo:Q", format=".1%"), alt.Tooltip("hi:Q", format=".1%")],
-    )
-    whiskers = base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")
-    return alt.layer(line, whiskers, data=table).properties(width=160, height=200).facet(
-        column=alt.Column("metric:N", title=None, sort=list(EVAL_METRICS)),
-        title="Eval: metrics per repair round (round 0 = one-shot)")
-
-
-@app.function
-def run_summary(run: RunLogs) -> dict[str, object]:
-    """The latest numbers of a run: last step, total reward, pass rates of the last logged step."""
-    summary: dict[str, object] = {"run": str(run.path), "last_step": run.last_step,
-                                  "completions": len(run.completions)}
-    if run.history:
-        summary["starts"] = len(run.history)
-    for key in ("reward", "loss"):
-        if not run.metrics.empty and key in run.metrics.columns:
-            summary[key] = float(run.metrics[key].iloc[-1])
-    health = verify_health(run.metrics)
-    if not health.empty:
-        summary["internal errors"] = int(health["internal_errors"].sum())
-        summary["timeouts"] = int(health["timeouts"].sum())
-    rates = pass_rates(run.completions)
-    if not rates.empty:
-        last = rates[rates["step"] == rates["step"].max()]
-        summary.update({f"{row.check} pass": float(row.rate) for row in last.itertuples()})
-    codes = top_error_codes(run.completions, 5)
-    if codes:
-        summary["top error codes"] = ", ".join(f"{code} ({count})" for code, count in codes)
-    return summary
-
-
-@app.function
-def chart_or_note(chart: alt.Chart | None, note: str) -> object:
-    """The chart as a marimo element, or a short note where there is nothing to plot yet."""
-    if chart is None:
-        return mo.callout(mo.md(note), kind="neutral")
-    return mo.ui.altair_chart(chart, chart_selection=False, legend_selection=True)
 
 
 @app.cell(hide_code=True)
@@ -431,7 +134,7 @@ def _(get_version, run_path):
         run = None
         _status = mo.callout(mo.md(f"**Cannot read this run.** {_error}"), kind="danger")
     elif run_state.kind == "ok":
-        _summary = run_summary(run)
+        _summary = run_overview(run)
         _keys = ("reward", "build pass", "clippy pass", "tests pass", "hidden tests pass")
         _stats = mo.hstack(
             [mo.stat(value=str(_summary["last_step"]), label="last step", caption=str(run.path))]
@@ -442,7 +145,7 @@ def _(get_version, run_path):
         _status = mo.vstack([item for item in (
             _stats,
             health_callout(run.metrics),
-            mo.accordion({f"Starts of this run ({len(_starts)}, params_history.jsonl)":
+            mo.accordion({f"Starts of this run ({len(_starts)}, {PARAMS_HISTORY_FILE})":
                           mo.ui.table(_starts, selection=None)}) if len(_starts) else None,
         ) if item is not None])
     elif run_state.kind == "empty":
@@ -461,19 +164,8 @@ def _(get_version, run_path):
 @app.cell(hide_code=True)
 def _(mode, params, run):
     if mode == "script":
-        if run is None:
-            print(f"viz: nothing to show: {inspect_run(params.run_dir).message}")
-        else:
-            for _key, _value in run_summary(run).items():
-                print(f"{_key}: {_value:.4g}" if isinstance(_value, float) else f"{_key}: {_value}")
-            for _warning in health_warnings(run.metrics):
-                print(f"WARNING: {_warning}")
-        if params.eval_dir:
-            _eval_state = inspect_eval(params.eval_dir)
-            if _eval_state.ok:
-                print(comparison_table(load_eval(params.eval_dir).summaries).round(4).to_string(index=False))
-            else:
-                print(f"viz: no eval to show: {_eval_state.message}")
+        for _line in overview_lines(run, params):
+            print(_line)
     return
 
 
@@ -523,15 +215,11 @@ def _(run):
 def _(run):
     mo.stop(run is None or run.completions.empty)
     _steps = run.completions["step"]
-    _rewards = pd.to_numeric(run.completions["reward"], errors="coerce").fillna(0.0)
-    _lo, _hi = float(_rewards.min()), float(_rewards.max())
-    _lo, _hi = math.floor(_lo * 10) / 10, math.ceil(_hi * 10) / 10
-    _hi = _hi if _hi > _lo else _lo + 0.1
-    reward_bounds = (_lo, _hi)
+    reward_bounds = reward_range(run.completions)
     step_filter = mo.ui.range_slider(start=int(_steps.min()), stop=int(_steps.max()), step=1,
                                      label="Steps", show_value=True, full_width=True)
-    reward_filter = mo.ui.range_slider(start=_lo, stop=_hi, step=0.1, label="Reward", show_value=True,
-                                       full_width=True)
+    reward_filter = mo.ui.range_slider(start=reward_bounds[0], stop=reward_bounds[1], step=0.1, label="Reward",
+                                       show_value=True, full_width=True)
     code_filter = mo.ui.dropdown(
         options=[ANY_CODE, NO_CODE] + [code for code, _ in top_error_codes(run.completions, 50)],
         value=ANY_CODE, label="Error code",

@@ -66,8 +66,8 @@ def tiny_run(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def eval_dir(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An eval dir written by eval.py's functions: two models scored by the real verifier."""
-    from eval import score_predictions, write_outputs
     from rust_rewards.eval.metrics import summarize
+    from rust_rewards.eval.scoring import score_predictions, write_outputs
 
     tasks = [Task(task_id=f"add_{i}", prompt="Write `pub fn add(a: i32, b: i32) -> i32`.",
                   reference_tests=HIDDEN, test_shape="unit") for i in range(3)]

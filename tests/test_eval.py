@@ -12,22 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval import (
-    EvalParams,
-    checked_params,
-    params_from_mapping,
-    pass_at_k_chart,
-    rates_chart,
-    read_predictions,
-    rounds_chart,
-    rounds_table,
-    run_eval,
-    score_predictions,
-)
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.metrics import RoundSummary, comparison_table, summarize, summarize_model
+from rust_rewards.eval.metrics import RoundSummary, comparison_table, rounds_table, summarize, summarize_model
+from rust_rewards.eval.scoring import EvalParams, read_predictions, run_eval, score_predictions
 from rust_rewards.report import Report
 from rust_rewards.runs.records import load_eval
+from rust_rewards.ui.charts import eval_rounds_chart, pass_at_k_chart, rates_chart, rounds_chart
+from rust_rewards.ui.entry_points import EVAL
 from rust_rewards.ui.forms import param_controls
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,31 +42,31 @@ def _fenced(code: str) -> str:
 
 
 def test_params_from_cli_style_values() -> None:
-    params = params_from_mapping({"tasks": "t.jsonl", "predictions": ["a.parquet", "b.jsonl"], "k": "1,5,10",
-                                  "workers": 2, "out": "o"})
+    params = EVAL.read({"tasks": "t.jsonl", "predictions": ["a.parquet", "b.jsonl"], "k": "1,5,10",
+                        "workers": 2, "out": "o"})
     assert params == EvalParams(tasks="t.jsonl", predictions=["a.parquet", "b.jsonl"], out="o", k=[1, 5, 10],
                                 workers=2)
-    assert params_from_mapping({"predictions": "a.parquet,b.parquet", "k": 1}).k == [1]
-    assert params_from_mapping({"predictions": "a.parquet,b.parquet"}).predictions == ["a.parquet", "b.parquet"]
+    assert EVAL.read({"predictions": "a.parquet,b.parquet", "k": 1}).k == [1]
+    assert EVAL.read({"predictions": "a.parquet,b.parquet"}).predictions == ["a.parquet", "b.parquet"]
     with pytest.raises(ValueError, match="unknown parameter --bogus"):
-        params_from_mapping({"bogus": "x"})
+        EVAL.read({"bogus": "x"})
     with pytest.raises(ValueError, match="--k"):
-        params_from_mapping({"k": "one"})
+        EVAL.read({"k": "one"})
     with pytest.raises(ValueError, match="--k values must be >= 1"):
-        params_from_mapping({"k": "0,5"})
+        EVAL.read({"k": "0,5"})
 
 
 @pytest.mark.parametrize("values, flag", [({"verifier": "gpu"}, "--verifier"), ({"top": -1}, "--top"),
                                          ({"workers": -2}, "--workers"), ({"k": "1,x"}, "--k")])
 def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag) -> None:
     with pytest.raises(ValueError, match=flag):
-        params_from_mapping(values)
+        EVAL.read(values)
 
 
 def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
     controls = param_controls(EvalParams, EvalParams(), REPO)
     assert set(controls.value) == {f.name for f in fields(EvalParams)}
-    assert params_from_mapping(controls.value) == EvalParams()
+    assert EVAL.read(controls.value) == EvalParams()
     assert controls["verifier"].options == {"local": "local", "ray": "ray"}
 
     predictions = tmp_path / "qwen3-rust-finetune" / "predictions"
@@ -84,24 +75,24 @@ def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
     (tmp_path / "qwen3-rust-finetune" / "notes.txt").write_text("not a prediction file")
     offered = param_controls(EvalParams, EvalParams(), tmp_path)["predictions"].options
     assert list(offered) == ["qwen3-rust-finetune/predictions/base.parquet"]
-    cli = params_from_mapping({"predictions": str(tmp_path / "cli.parquet")})
+    cli = EVAL.read({"predictions": str(tmp_path / "cli.parquet")})
     prefilled = param_controls(EvalParams, cli, tmp_path)
     assert prefilled["predictions"].value == [str(tmp_path / "cli.parquet")]
-    assert params_from_mapping(prefilled.value) == cli
+    assert EVAL.read(prefilled.value) == cli
 
 
 def test_checked_params_resolve_repository_paths_and_refuse_what_the_run_would(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="no predictions file given"):
-        checked_params(EvalParams())
+        EVAL.check(EvalParams())
     with pytest.raises(ValueError, match="--predictions: no such file: missing.parquet"):
-        checked_params(EvalParams(predictions=["missing.parquet"]))
+        EVAL.check(EvalParams(predictions=["missing.parquet"]))
     (tmp_path / "here.parquet").write_bytes(b"")
     bundled = "qwen3-rust-finetune/bundled_tasks.jsonl"
-    params = checked_params(EvalParams(tasks=bundled, predictions=["here.parquet"]))
+    params = EVAL.check(EvalParams(tasks=bundled, predictions=["here.parquet"]))
     assert (params.tasks, params.predictions) == (str(REPO / bundled), ["here.parquet"])
     with pytest.raises(ValueError, match="--tasks: no such file"):
-        checked_params(EvalParams(tasks="nowhere.parquet", predictions=["here.parquet"]))
+        EVAL.check(EvalParams(tasks="nowhere.parquet", predictions=["here.parquet"]))
 
 
 def test_read_predictions_defaults_and_errors(tmp_path) -> None:
@@ -249,10 +240,8 @@ def test_repair_rounds_are_scored_per_round(tmp_path) -> None:
     assert spec["facet"]["column"]["field"] == "metric"
     loaded = load_eval(tmp_path / "rounds").summaries["m"]
     assert loaded.rounds == [zero, one] and isinstance(loaded.rounds[1], RoundSummary)
-    import viz
-
-    assert viz.eval_rounds_chart(load_eval(tmp_path / "rounds")) is not None
-    assert viz.eval_rounds_chart(load_eval(tmp_path / "plain")) is None
+    assert eval_rounds_chart(load_eval(tmp_path / "rounds")) is not None
+    assert eval_rounds_chart(load_eval(tmp_path / "plain")) is None
 
 
 def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from rust_rewards.data.pipeline import ProcessParams
+from rust_rewards.eval.inference import InferenceParams
+from rust_rewards.eval.scoring import EvalParams
 from rust_rewards.params import flag_name
+from rust_rewards.train.config import TrainParams
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,14 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def _flags(notebook: str) -> list[str]:
     if notebook == "viz.py":
         return ["--run", "--eval", "--smoothing", "--refresh"]
-    module = {"train.py": ("train", "TrainParams"), "eval.py": ("eval", "EvalParams"),
-              "inference.py": ("inference", "InferenceParams"), "process_data.py": ("process_data", "Params")}
-    name, cls = module[notebook]
-    sys.path.insert(0, str(ROOT))
-    try:
-        params = getattr(__import__(name), cls)
-    finally:
-        sys.path.remove(str(ROOT))
+    params = {"train.py": TrainParams, "eval.py": EvalParams, "inference.py": InferenceParams,
+              "process_data.py": ProcessParams}[notebook]
     return [flag_name(f.name) for f in dataclasses.fields(params)]
 
 

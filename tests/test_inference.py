@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 import torch
 
-from inference import InferenceParams, checked_params, params_from_mapping, read_tasks, run_inference, run_summary
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.eval.generation import (
     PREDICTION_COLUMNS,
@@ -22,8 +21,10 @@ from rust_rewards.eval.generation import (
     prediction_columns,
     render_chat,
 )
+from rust_rewards.eval.inference import InferenceParams, read_tasks, run_inference
 from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.tasks import Task
+from rust_rewards.ui.entry_points import INFERENCE
 from rust_rewards.ui.forms import check_form, param_controls
 from rust_rewards.verify.verifier import Verifier
 
@@ -70,30 +71,30 @@ class Recording:
 
 
 def test_params_from_cli_style_values() -> None:
-    params = params_from_mapping({"model": "m", "n": 4, "max-new-tokens": 32, "temperature": 0.7,
-                                  "greedy": "", "merge": "false", "limit": "3"})
+    params = INFERENCE.read({"model": "m", "n": 4, "max-new-tokens": 32, "temperature": 0.7,
+                             "greedy": "", "merge": "false", "limit": "3"})
     assert (params.model, params.n, params.max_new_tokens, params.temperature) == ("m", 4, 32, 0.7)
     assert params.greedy is True and params.merge is False and params.limit == 3
-    assert params_from_mapping({}) == InferenceParams()
+    assert INFERENCE.read({}) == InferenceParams()
     with pytest.raises(ValueError, match="unknown parameter --bogus"):
-        params_from_mapping({"bogus": 1})
+        INFERENCE.read({"bogus": 1})
     with pytest.raises(ValueError, match="--n: expected int"):
-        params_from_mapping({"n": "many"})
+        INFERENCE.read({"n": "many"})
     with pytest.raises(ValueError, match="--greedy"):
-        params_from_mapping({"greedy": "maybe"})
+        INFERENCE.read({"greedy": "maybe"})
 
 
 @pytest.mark.parametrize("values, flag", [({"backend": "tpu"}, "--backend"), ({"n": 0}, "--n"),
                                          ({"top-p": 1.5}, "--top-p"), ({"repair-rounds": -1}, "--repair-rounds")])
 def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag) -> None:
     with pytest.raises(ValueError, match=flag):
-        params_from_mapping(values)
+        INFERENCE.read(values)
 
 
 def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
     controls = param_controls(InferenceParams, InferenceParams(), REPO)
     assert set(controls.value) == {f.name for f in fields(InferenceParams)}
-    assert params_from_mapping(controls.value) == InferenceParams()
+    assert INFERENCE.read(controls.value) == InferenceParams()
     assert list(controls["backend"].options) == ["auto", "hf", "vllm"]
 
     adapter = tmp_path / "outputs" / "run1" / "adapter"
@@ -106,21 +107,21 @@ def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
 def test_checked_params_refuse_what_the_run_would_refuse_first(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="use --n 1 with --greedy"):
-        checked_params(InferenceParams(tasks=str(BUNDLED), greedy=True, n=2))
+        INFERENCE.check(InferenceParams(tasks=str(BUNDLED), greedy=True, n=2))
     with pytest.raises(ValueError, match="--tasks: no such file"):
-        checked_params(InferenceParams(tasks="missing.jsonl"))
-    params = checked_params(InferenceParams(tasks="qwen3-rust-finetune/bundled_tasks.jsonl"))
+        INFERENCE.check(InferenceParams(tasks="missing.jsonl"))
+    params = INFERENCE.check(InferenceParams(tasks="qwen3-rust-finetune/bundled_tasks.jsonl"))
     assert params.tasks == str(BUNDLED) and params.model == InferenceParams().model
 
 
 def test_form_values_go_through_the_command_line_checks(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     values = {"tasks": str(BUNDLED), "greedy": True, "n": 2}
-    params, problem, status = check_form(values, params_from_mapping, checked_params, run_summary, "generate")
+    params, problem, status = check_form(values, INFERENCE.read, INFERENCE.check, INFERENCE.describe, "generate")
     assert params is None and "use --n 1 with --greedy" in problem
     assert "Cannot generate yet." in status.text and "use --n 1 with --greedy" in status.text
-    params, problem, status = check_form({**values, "n": 1}, params_from_mapping, checked_params, run_summary,
-                                         "generate")
+    params, problem, status = check_form({**values, "n": 1}, INFERENCE.read, INFERENCE.check,
+                                         INFERENCE.describe, "generate")
     assert problem is None and params.greedy and params.n == 1 and status.text
 
 

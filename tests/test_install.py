@@ -30,7 +30,9 @@ def test_wheel_install_runs_the_cli_outside_the_checkout(tmp_path):
     work = tmp_path / "elsewhere"
     work.mkdir()
     (work / "one.rs").write_text("pub fn one() -> i32 {\n    1\n}\n")
-    probe = ("import json, rust_rewards\n"
+    probe = ("import importlib, json, pkgutil, rust_rewards\n"
+             "for room in pkgutil.walk_packages(rust_rewards.__path__, 'rust_rewards.'):\n"
+             "    importlib.import_module(room.name)\n"
              "from rust_rewards.data.bundled import BUNDLED_TASKS\n"
              "from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus\n"
              "from rust_rewards.data.importers import load_tasks\n"

@@ -15,12 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoTokenizer
 
-from process_data import (
+from rust_rewards import report as rr
+from rust_rewards.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.data.pipeline import (
     Dropped,
-    Params,
-    checked_params,
+    ProcessParams,
     dedup_tasks,
-    dropped_chart,
     eval_score,
     failure_reason,
     jaccard,
@@ -31,12 +32,11 @@ from process_data import (
     token_budget,
     verify_tasks,
 )
-from rust_rewards import report as rr
-from rust_rewards.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
-from rust_rewards.data.importers import load_tasks
 from rust_rewards.prompts import chat_messages
 from rust_rewards.tasks import TASK_COLUMNS, Task
 from rust_rewards.train.tiny_model import train_tokenizer
+from rust_rewards.ui.charts import dropped_chart
+from rust_rewards.ui.entry_points import PROCESS
 from rust_rewards.ui.forms import param_controls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,20 +81,20 @@ def tokenizer_dir(tmp_path_factory) -> Path:
 # ----------------------------------------------------------------------------- parameters
 
 def test_params_from_cli():
-    params = Params.from_cli({"source": "x.jsonl", "eval-fraction": 0.25, "seed": 7, "no-verify": "",
+    params = PROCESS.read({"source": "x.jsonl", "eval-fraction": 0.25, "seed": 7, "no-verify": "",
                               "tokenizer": "none", "max-prompt-tokens": 300, "workers": 2})
     assert (params.source, params.eval_fraction, params.seed, params.verify) == ("x.jsonl", 0.25, 7, False)
     assert (params.tokenizer, params.max_prompt_tokens, params.workers) == ("none", 300, 2)
-    assert Params.from_cli({}) == Params()
-    assert Params().source == "qwen3-rust-finetune/bundled_tasks.jsonl"
+    assert PROCESS.read({}) == ProcessParams()
+    assert ProcessParams().source == "qwen3-rust-finetune/bundled_tasks.jsonl"
     with pytest.raises(ValueError, match="unknown argument --evalfraction"):
-        Params.from_cli({"evalfraction": 0.2})
+        PROCESS.read({"evalfraction": 0.2})
     with pytest.raises(ValueError, match="--seed: expected int, got 'abc'"):
-        Params.from_cli({"seed": "abc"})
+        PROCESS.read({"seed": "abc"})
     with pytest.raises(ValueError, match="--workers: expected int, got 1.5"):
-        Params.from_cli({"workers": 1.5})
+        PROCESS.read({"workers": 1.5})
     with pytest.raises(ValueError, match=r"--eval-fraction must be in \[0, 1\)"):
-        Params.from_cli({"eval-fraction": 1.5})
+        PROCESS.read({"eval-fraction": 1.5})
 
 
 @pytest.mark.parametrize("values, flag", [({"verifier": "gpu"}, "--verifier"), ({"workers": -1}, "--workers"),
@@ -102,31 +102,31 @@ def test_params_from_cli():
                                          ({"max-prompt-tokens": 0}, "--max-prompt-tokens")])
 def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag):
     with pytest.raises(ValueError, match=flag):
-        Params.from_cli(values)
+        PROCESS.read(values)
 
 
 def test_form_controls_come_from_the_parameter_definitions(tmp_path):
-    controls = param_controls(Params, Params(), ROOT)
-    assert set(controls.value) == {f.name for f in fields(Params)}
-    assert Params.from_cli(controls.value) == Params()
-    cli = Params.from_cli({"no-verify": "", "seed": 7})
-    prefilled = param_controls(Params, cli, ROOT)
-    assert prefilled["verify"].value is False and Params.from_cli(prefilled.value) == cli
+    controls = param_controls(ProcessParams, ProcessParams(), ROOT)
+    assert set(controls.value) == {f.name for f in fields(ProcessParams)}
+    assert PROCESS.read(controls.value) == ProcessParams()
+    cli = PROCESS.read({"no-verify": "", "seed": 7})
+    prefilled = param_controls(ProcessParams, cli, ROOT)
+    assert prefilled["verify"].value is False and PROCESS.read(prefilled.value) == cli
 
     (tmp_path / "qwen3-rust-finetune").mkdir()
     write_jsonl(tmp_path / "qwen3-rust-finetune" / "mine.jsonl", small_tasks())
-    offered = param_controls(Params, Params(), tmp_path)["source"].options
-    assert list(offered) == [Params().source, "qwen3-rust-finetune/mine.jsonl"]
+    offered = param_controls(ProcessParams, ProcessParams(), tmp_path)["source"].options
+    assert list(offered) == [ProcessParams().source, "qwen3-rust-finetune/mine.jsonl"]
 
 
 def test_checked_params_refuse_missing_local_inputs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert checked_params(Params()).source == str(ROOT / Params().source)
+    assert PROCESS.check(ProcessParams()).source == str(ROOT / ProcessParams().source)
     with pytest.raises(ValueError, match="--source: no such file: missing.jsonl"):
-        checked_params(Params(source="missing.jsonl"))
-    assert checked_params(Params(source="missing.jsonl", oxen_repo="ox/Rust")).source == "missing.jsonl"
+        PROCESS.check(ProcessParams(source="missing.jsonl"))
+    assert PROCESS.check(ProcessParams(source="missing.jsonl", oxen_repo="ox/Rust")).source == "missing.jsonl"
     with pytest.raises(ValueError, match="--tokenizer './nowhere': no such tokenizer directory"):
-        checked_params(Params(tokenizer="./nowhere"))
+        PROCESS.check(ProcessParams(tokenizer="./nowhere"))
 
 
 def test_dropped_chart_counts_tasks_by_stage_and_reason():
@@ -357,7 +357,7 @@ def _check_outputs(out: Path, manifest: dict) -> list[Task]:
 
 def test_run_pipeline_manifest_without_verification(tmp_path):
     source = write_jsonl(tmp_path / "tasks.jsonl", small_tasks())
-    params = Params(source=str(source), out=str(tmp_path / "out"), verify=False, tokenizer="none",
+    params = ProcessParams(source=str(source), out=str(tmp_path / "out"), verify=False, tokenizer="none",
                     eval_fraction=0.5, seed=3)
     lines: list[str] = []
     result = run_pipeline(params, log=lines.append)

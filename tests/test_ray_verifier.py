@@ -217,9 +217,9 @@ def test_eval_and_process_data_verify_on_the_cluster(cluster):
     """``--verifier ray``: eval's scores and process_data's reference check equal the local ones."""
     import pandas as pd
 
-    from eval import score_predictions
-    from process_data import verify_tasks
     from rust_rewards.data.importers import load_tasks
+    from rust_rewards.data.pipeline import verify_tasks
+    from rust_rewards.eval.scoring import score_predictions
     from rust_rewards.verify.verifier import configure_verifier, get_verifier
 
     tasks = load_tasks(ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl")[:6]

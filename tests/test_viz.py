@@ -13,6 +13,7 @@ import pytest
 from rust_rewards.eval.metrics import summarize
 from rust_rewards.report import Report
 from rust_rewards.rewards import REWARD_FUNCS, rewards_from_report, weighted_total
+from rust_rewards.runs.overview import VizParams, run_overview
 from rust_rewards.runs.records import (
     RunLogError,
     completion_table,
@@ -27,10 +28,12 @@ from rust_rewards.runs.records import (
     load_run,
     pass_rates,
     reward_names,
+    reward_range,
     reward_series,
     top_error_codes,
 )
 from rust_rewards.tasks import HiddenTests
+from rust_rewards.ui import charts
 from rust_rewards.verify.verifier import get_verifier
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,6 +201,11 @@ def test_filter_completions(run_dir: Path) -> None:
     assert "completion" not in table.columns
 
 
+def test_reward_range_is_the_reward_filters_bounds() -> None:
+    assert reward_range(pd.DataFrame({"reward": [0.25, 1.04, None]})) == (0.0, 1.1)  # a null reward counts as 0
+    assert reward_range(pd.DataFrame({"reward": [0.5, 0.5]})) == (0.5, 0.6)  # never empty
+
+
 def test_ema() -> None:
     values = pd.Series([0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
     assert ema(values, 0.0).tolist() == values.tolist()
@@ -272,39 +280,35 @@ def test_new_step_files_are_picked_up(tmp_path: Path) -> None:
 
 
 def test_charts_have_data(run_dir: Path) -> None:
-    import viz
-
     run = load_run(run_dir)
-    for make in (viz.reward_chart, viz.components_chart, viz.length_chart, viz.clipped_chart,
-                 viz.time_chart, viz.share_chart):
+    for make in (charts.reward_chart, charts.components_chart, charts.length_chart, charts.clipped_chart,
+                 charts.time_chart, charts.share_chart):
         spec = make(run.metrics, 0.5).to_dict()
         assert spec["datasets"] and next(iter(spec["datasets"].values())), make.__name__
-    policy = viz.policy_chart(run.metrics, 0.0).to_dict()
+    policy = charts.policy_chart(run.metrics, 0.0).to_dict()
     series = {row["series"] for row in next(iter(policy["datasets"].values()))}
     assert series == {"entropy"}  # kl is not logged (beta = 0)
-    assert viz.pass_rate_chart(run.completions).to_dict()["datasets"]
-    assert viz.error_code_chart(run.completions).to_dict()["datasets"]
+    assert charts.pass_rate_chart(run.completions).to_dict()["datasets"]
+    assert charts.error_code_chart(run.completions).to_dict()["datasets"]
     flat = run.metrics.assign(reward=0.0)
-    assert viz.reward_chart(flat, 0.5).to_dict()["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0.0, 1.0]
+    assert charts.reward_chart(flat, 0.5).to_dict()["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0.0, 1.0]
     empty = run.metrics[["step"]]
-    assert viz.reward_chart(empty, 0.5) is None
-    assert viz.error_code_chart(run.completions[run.completions["build_ok"]]) is None
+    assert charts.reward_chart(empty, 0.5) is None
+    assert charts.error_code_chart(run.completions[run.completions["build_ok"]]) is None
 
 
 def test_eval_dir(tmp_path: Path) -> None:
-    import viz
-
     out = write_eval_dir(tmp_path / "eval")
     assert inspect_eval(out).ok
     logs = load_eval(out)
     assert list(logs.summaries) == ["base", "grpo"]
     assert logs.summaries["grpo"].build_rate == pytest.approx(0.75)
-    spec = viz.eval_chart(logs).to_dict()
+    spec = charts.eval_chart(logs).to_dict()
     rows = next(iter(spec["datasets"].values()))
     build = {r["model"]: r for r in rows if r["metric"] == "build_rate"}
     assert build["base"]["value"] == pytest.approx(0.5)
     assert build["base"]["lo"] < 0.5 < build["base"]["hi"]
-    assert viz.eval_error_chart(logs) is not None
+    assert charts.eval_error_chart(logs) is not None
 
     without_summary = write_eval_dir(tmp_path / "eval2", with_summary=False)
     assert load_eval(without_summary).summaries["base"].build_rate == pytest.approx(0.5)
@@ -315,14 +319,12 @@ def test_eval_dir(tmp_path: Path) -> None:
 
 
 def test_params_from_args() -> None:
-    import viz
-
-    params = viz.VizParams.from_args({"run": "runs/a", "smoothing": "0.3"})
+    params = VizParams.from_args({"run": "runs/a", "smoothing": "0.3"})
     assert (params.run_dir, params.smoothing, params.eval_dir) == ("runs/a", 0.3, "")
     with pytest.raises(ValueError, match="--bogus"):
-        viz.VizParams.from_args({"bogus": "1"})
+        VizParams.from_args({"bogus": "1"})
     with pytest.raises(ValueError, match="--smoothing"):
-        viz.VizParams.from_args({"smoothing": "2"})
+        VizParams.from_args({"smoothing": "2"})
 
 
 def _script(*args: str) -> subprocess.CompletedProcess[str]:
@@ -350,19 +352,17 @@ def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
 
 def test_a_supervised_run_shows_its_loss_and_no_rewards(tmp_path: Path) -> None:
     """``train.py --stage sft`` logs loss and token accuracy, no rewards and no completions."""
-    import viz
-
     (tmp_path / "params.json").write_text(json.dumps({"stage": "sft"}))
     lines = [{"step": s, "loss": 4.0 - s / 2, "mean_token_accuracy": 0.3 + s / 20, "learning_rate": 1e-4}
              for s in (1, 2, 3)]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert inspect_run(tmp_path).ok
     run = load_run(tmp_path)
-    loss = next(iter(viz.loss_chart(run.metrics, 0.0).to_dict()["datasets"].values()))
+    loss = next(iter(charts.loss_chart(run.metrics, 0.0).to_dict()["datasets"].values()))
     assert [row["value"] for row in loss] == [3.5, 3.0, 2.5]
-    assert viz.token_accuracy_chart(run.metrics, 0.0) is not None
-    assert viz.reward_chart(run.metrics, 0.5) is None and viz.pass_rate_chart(run.completions) is None
-    assert viz.run_summary(run)["loss"] == 2.5 and "reward" not in viz.run_summary(run)
+    assert charts.token_accuracy_chart(run.metrics, 0.0) is not None
+    assert charts.reward_chart(run.metrics, 0.5) is None and charts.pass_rate_chart(run.completions) is None
+    assert run_overview(run)["loss"] == 2.5 and "reward" not in run_overview(run)
     done = _script("--run", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "loss: 2.5\n" in done.stdout and "last_step: 3" in done.stdout

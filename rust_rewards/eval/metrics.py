@@ -354,6 +354,15 @@ def round_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "round", "metric", "value", "lo", "hi"])
 
 
+def rounds_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
+    """One row per (model, round): n, revised answers, rates, hidden pass@1 (pass@1 after that many rounds)."""
+    return pd.DataFrame(
+        [{"model": model, "round": r.round, "n": r.n, "revised": r.revised, "build": r.build_rate,
+          "clippy": r.clippy_rate, "test": r.test_rate, "hidden pass@1": r.hidden_pass_at_1,
+          "hidden pass@1 95% CI": r.ci.get("hidden_pass_at_1"), "hack flags": r.hack_flag_rate}
+         for model, s in summaries.items() for r in s.rounds])
+
+
 def long_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
     """Tidy rows (model, metric, value, lo, hi) for charts: the three rates, hidden pass@1, pass@k, hacks."""
     rows = []

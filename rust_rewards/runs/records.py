@@ -1,7 +1,7 @@
 """Read a training output dir and an eval output dir into DataFrames (what viz.py plots).
 
-Training dir (written by train.py): ``params.json`` (the first start's parameters),
-``params_history.jsonl`` (one JSON object per start, resumes included), ``metrics.jsonl`` (one JSON
+Training dir (written by train.py, named in ``rust_rewards.runs.layout``): ``params.json`` (the first start's
+parameters), ``params_history.jsonl`` (one JSON object per start, resumes included), ``metrics.jsonl`` (one JSON
 object per logged step) and ``completions/step_NNNNNN.parquet`` (one row per completion with its
 rewards and ``Report.flat()`` verdict). Eval dir (written by eval.py): ``summary.json`` and ``results.parquet``.
 Readers tolerate a run that is still being written: a missing file means "not logged yet" and an
@@ -20,18 +20,19 @@ from typing import Any
 
 import pandas as pd
 
-from rust_rewards.rust.extract import completion_text
 from rust_rewards.eval.metrics import ModelSummary, long_metrics, summarize
-
-PARAMS_FILE = "params.json"
-PARAMS_HISTORY_FILE = "params_history.jsonl"
-STOP_FILE = "STOP"
-"""Created in a run folder to stop its training cleanly at the end of the current step (with a checkpoint)."""
-METRICS_FILE = "metrics.jsonl"
-COMPLETIONS_DIR = "completions"
-COMPLETION_GLOB = "step_*.parquet"
-SUMMARY_FILE = "summary.json"
-RESULTS_FILE = "results.parquet"
+from rust_rewards.runs.layout import (
+    COMPLETIONS_DIR,
+    METRICS_FILE,
+    PARAMS_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    EvalFolder,
+    RunFolder,
+)
+from rust_rewards.runs.layout import PARAMS_HISTORY_FILE as PARAMS_HISTORY_FILE  # re-exported for train code
+from rust_rewards.runs.layout import STOP_FILE as STOP_FILE  # re-exported for train code
+from rust_rewards.rust.extract import completion_text
 
 REQUIRED_COMPLETION_COLUMNS = ("step", "completion", "reward", "build_ok", "clippy_ok", "tests_ok")
 CHECK_COLUMNS = {"build": "build_ok", "clippy": "clippy_ok", "tests": "tests_ok", "hidden tests": "hidden_ok"}
@@ -86,12 +87,8 @@ class EvalLogs:
     results: pd.DataFrame
 
 
-def _completion_files(path: Path) -> list[Path]:
-    return sorted((path / COMPLETIONS_DIR).glob(COMPLETION_GLOB))
-
-
 def _has_metric_lines(path: Path) -> bool:
-    metrics = path / METRICS_FILE
+    metrics = RunFolder(path).metrics
     if not metrics.is_file():
         return False
     return any(line.strip() for line in metrics.read_text(encoding="utf-8").splitlines())
@@ -106,13 +103,13 @@ def inspect_run(path: str | os.PathLike[str]) -> DirState:
         return DirState("missing", f"`{folder}` does not exist (yet): no training has written there.")
     if not folder.is_dir():
         return DirState("invalid", f"`{folder}` is a file, not a training output directory.")
-    markers = [folder / PARAMS_FILE, folder / METRICS_FILE, folder / COMPLETIONS_DIR]
-    if not any(marker.exists() for marker in markers):
+    run = RunFolder(folder)
+    if not any(marker.exists() for marker in (run.params, run.metrics, run.completions)):
         return DirState(
             "invalid",
             f"`{folder}` is not a training run: no {PARAMS_FILE}, {METRICS_FILE} or {COMPLETIONS_DIR}/.",
         )
-    if not _has_metric_lines(folder) and not _completion_files(folder):
+    if not _has_metric_lines(folder) and not run.completion_files():
         return DirState("empty", f"`{folder}` is a training run with no logged step yet.")
     return DirState("ok", f"`{folder}`")
 
@@ -124,14 +121,15 @@ def inspect_eval(path: str | os.PathLike[str]) -> DirState:
     folder = Path(path).expanduser()
     if not folder.is_dir():
         return DirState("missing", f"`{folder}` is not an existing directory.")
-    if not (folder / SUMMARY_FILE).is_file() and not (folder / RESULTS_FILE).is_file():
+    evals = EvalFolder(folder)
+    if not evals.summary.is_file() and not evals.results.is_file():
         return DirState("invalid", f"`{folder}` is not an eval dir: no {SUMMARY_FILE} or {RESULTS_FILE}.")
     return DirState("ok", f"`{folder}`")
 
 
 def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
     """``params.json`` of a run as a dict (empty when it is not written yet)."""
-    file = Path(path) / PARAMS_FILE
+    file = RunFolder(Path(path)).params
     if not file.is_file():
         return {}
     try:
@@ -170,7 +168,7 @@ def _json_lines(file: Path, required: str) -> list[dict[str, Any]]:
 
 def load_params_history(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """``params_history.jsonl``: the parameters of every start of the run, oldest first."""
-    return _json_lines(Path(path) / PARAMS_HISTORY_FILE, "started_at")
+    return _json_lines(RunFolder(Path(path)).params_history, "started_at")
 
 
 def param_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -189,7 +187,7 @@ def load_metrics(path: str | os.PathLike[str]) -> pd.DataFrame:
     Several objects for one step (a resumed run, a final summary line) merge: the last non-null value
     of each column wins. An unterminated last line (being written) is skipped.
     """
-    rows = _json_lines(Path(path) / METRICS_FILE, "step")
+    rows = _json_lines(RunFolder(Path(path)).metrics, "step")
     if not rows:
         return pd.DataFrame(columns=["step"])
     frame = pd.DataFrame(rows)
@@ -258,7 +256,7 @@ def verdict(row: dict[str, Any]) -> str:
 def load_completions(path: str | os.PathLike[str]) -> pd.DataFrame:
     """All ``completions/step_*.parquet`` files as one table, with text ``prompt``/``completion``,
     ``error_codes`` as lists of strings and a ``verdict`` column."""
-    frames = [_read_completion_file(file) for file in _completion_files(Path(path))]
+    frames = [_read_completion_file(file) for file in RunFolder(Path(path)).completion_files()]
     if not frames:
         return pd.DataFrame(columns=[*REQUIRED_COMPLETION_COLUMNS, "error_codes", "verdict"])
     frame = pd.concat(frames, ignore_index=True)
@@ -284,9 +282,8 @@ def load_run(path: str | os.PathLike[str]) -> RunLogs:
 
 def dir_signature(path: str | os.PathLike[str]) -> tuple[tuple[str, int, int], ...]:
     """(name, mtime, size) of every log file: it changes exactly when there is something new to read."""
-    folder = Path(path).expanduser()
-    files = [folder / PARAMS_FILE, folder / PARAMS_HISTORY_FILE, folder / METRICS_FILE, *_completion_files(folder),
-             folder / SUMMARY_FILE, folder / RESULTS_FILE]
+    run, evals = RunFolder(Path(path).expanduser()), EvalFolder(Path(path).expanduser())
+    files = [run.params, run.params_history, run.metrics, *run.completion_files(), evals.summary, evals.results]
     signature = []
     for file in files:
         try:
@@ -404,6 +401,13 @@ def filter_completions(
     return completions[mask]
 
 
+def reward_range(completions: pd.DataFrame) -> tuple[float, float]:
+    """The rewards' range widened to tenths (a null reward counts as 0), at least 0.1 wide: the reward filter's."""
+    rewards = pd.to_numeric(completions["reward"], errors="coerce").fillna(0.0)
+    low, high = math.floor(float(rewards.min()) * 10) / 10, math.ceil(float(rewards.max()) * 10) / 10
+    return low, high if high > low else low + 0.1
+
+
 def verify_health(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per logged step: ``completions``, ``internal_errors`` and ``timeouts`` (from the ``verify/*`` keys;
     steps logged without them are left out)."""
@@ -468,7 +472,7 @@ def _summary_from_dict(model: str, entry: Any, file: Path) -> ModelSummary:
 def load_eval(path: str | os.PathLike[str]) -> EvalLogs:
     """Read an eval dir; without ``summary.json`` the summaries are computed from ``results.parquet``."""
     folder = Path(path).expanduser()
-    results_file = folder / RESULTS_FILE
+    results_file = EvalFolder(folder).results
     results = pd.DataFrame()
     if results_file.is_file():
         try:
@@ -477,7 +481,7 @@ def load_eval(path: str | os.PathLike[str]) -> EvalLogs:
             raise RunLogError(f"{results_file}: cannot read parquet ({err})") from err
         if "model" not in results.columns:
             raise RunLogError(f"{results_file}: missing column model")
-    summary_file = folder / SUMMARY_FILE
+    summary_file = EvalFolder(folder).summary
     if summary_file.is_file():
         try:
             raw = json.loads(summary_file.read_text(encoding="utf-8"))

@@ -19,14 +19,13 @@ from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
-from rust_rewards.runs.records import STOP_FILE
+from rust_rewards.runs.layout import RunFolder
 from rust_rewards.train.recording import (
     InfraGuard,
     ReportsFor,
     RewardRecorder,
     StepHealth,
     append_metrics,
-    completion_file,
     completion_rows,
     gather_across_processes,
 )
@@ -98,7 +97,7 @@ class RunLogCallback(TrainerCallback):
             if frames:
                 step = pd.concat(frames, ignore_index=True)
                 step.insert(step.columns.get_loc("task_id") + 1, "sample", step.groupby("task_id").cumcount())
-                write_parquet_atomic(step, completion_file(self.out_dir, state.global_step))
+                write_parquet_atomic(step, RunFolder(self.out_dir).completions_at(state.global_step))
         if local.internal_errors:
             self.forget()
 
@@ -122,7 +121,7 @@ class StopFileCallback(TrainerCallback):
     """
 
     def __init__(self, out_dir: str | Path) -> None:
-        self.path = Path(out_dir) / STOP_FILE
+        self.path = RunFolder(Path(out_dir)).stop
 
     def on_step_end(self, args, state, control, **kwargs):
         if any(gather_across_processes(self.path.exists())):

@@ -28,17 +28,18 @@ from transformers import TrainerCallback
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.eval.generation import HFGenerator, SamplingParams
 from rust_rewards.eval.metrics import summarize_model
+from rust_rewards.runs.layout import RunFolder
 from rust_rewards.tasks import Task
 from rust_rewards.train.recording import append_metrics
 from rust_rewards.verify.verifier import get_verifier
 
-EVAL_DIR = "eval"
 EVAL_KEYS = ("eval/build_rate", "eval/clippy_rate", "eval/test_rate", "eval/hidden_pass_at_1",
              "eval/hidden_pass_at_1_lo", "eval/hidden_pass_at_1_hi", "eval/n", "eval/seconds")
 
 
 def eval_file(out_dir: str | Path, step: int) -> Path:
-    return Path(out_dir) / EVAL_DIR / f"step_{step:06d}.parquet"
+    """The held-out evaluation results of ``step`` in the run folder ``out_dir``."""
+    return RunFolder(Path(out_dir)).held_out_at(step)
 
 
 def eval_metrics(results: pd.DataFrame) -> dict[str, float | int | None]:

@@ -30,11 +30,11 @@ import pandas as pd
 from rust_rewards.atomic import write_json_atomic
 from rust_rewards.report import Report
 from rust_rewards.rewards.cargo_tool import tool_calls
-from rust_rewards.runs.records import HEALTH_KEYS, PARAMS_FILE, PARAMS_HISTORY_FILE, load_params
+from rust_rewards.runs.layout import METRICS_FILE as METRICS_FILE  # re-exported for train code
+from rust_rewards.runs.layout import RunFolder
+from rust_rewards.runs.records import HEALTH_KEYS, load_params
 from rust_rewards.rust.extract import completion_text
 
-METRICS_FILE = "metrics.jsonl"
-COMPLETIONS_DIR = "completions"
 TASK_KWARGS = ("task_id", "reference_tests", "test_shape", "crate_name", "edition", "extra_files",
                "test_release", "reference_code", "task_prompt")
 """Dataset columns TRL passes to reward functions that the per-completion log keeps."""
@@ -46,24 +46,20 @@ ReportsFor = Callable[[Sequence[Any], dict[str, list[Any]]], list[Report]]
 """(completions, task columns) -> one verifier report per completion."""
 
 
-def completion_file(out_dir: str | Path, step: int) -> Path:
-    return Path(out_dir) / COMPLETIONS_DIR / f"step_{step:06d}.parquet"
-
-
 def record_start(out_dir: str | Path, record: dict[str, Any]) -> dict[str, Any]:
     """Record one start of a run in ``out_dir``; return the parameters of its first start.
 
     ``params.json`` is written once, by the first start, and never rewritten (a resumed run keeps it);
     every start, the first included, appends ``{"started_at": ..., **record}`` to ``params_history.jsonl``.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    first = load_params(out)
+    run = RunFolder(Path(out_dir))
+    run.root.mkdir(parents=True, exist_ok=True)
+    first = load_params(run.root)
     if not first:
-        write_json_atomic(record, out / PARAMS_FILE)
+        write_json_atomic(record, run.params)
         first = record
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    with open(out / PARAMS_HISTORY_FILE, "a", encoding="utf-8") as handle:
+    with open(run.params_history, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({"started_at": started, **record}) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
@@ -116,7 +112,7 @@ class RewardRecorder:
         self._done: list[RewardBatch] = []
 
     def _wrap(self, func: RewardFunc) -> RewardFunc:
-        if inspect.iscoroutinefunction(func):
+        if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__):
             @functools.wraps(func)
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
                 start = time.perf_counter()
@@ -318,7 +314,7 @@ def append_metrics(out_dir: Path, step: int, logs: dict[str, Any]) -> None:
     """Append one step's logs as a JSON line to ``out_dir/metrics.jsonl`` (non-finite numbers become null)."""
     row = {"step": step, **{k: _json_value(v) for k, v in logs.items()}, "time": time.time()}
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
+    with open(RunFolder(out_dir).metrics, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")
 
 

@@ -1,0 +1,140 @@
+"""What inference.py does: sample completions of a model (with an optional LoRA adapter) for a task split into a
+predictions parquet, resumably, with optional repair rounds (``rust_rewards.eval.generation``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR, TASK_FILES
+from rust_rewards.eval.generation import (
+    BACKENDS,
+    SamplingParams,
+    check_compatible,
+    display_name,
+    generate_predictions,
+    make_generator,
+    read_done,
+    run_columns,
+    vllm_available,
+)
+from rust_rewards.params import param
+from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
+from rust_rewards.runs.layout import ADAPTER_DIR, CHECKPOINT_GLOB
+from rust_rewards.tasks import Task
+
+log = logging.getLogger("inference")  # named after the notebook, whose script lines it writes
+BACKEND_CHOICES = ("auto", *BACKENDS)
+ADAPTER_DIRS = (f"outputs/*/{ADAPTER_DIR}/", f"outputs/*/{CHECKPOINT_GLOB}/")
+"""Adapter folders a form offers (relative to the repository): training runs' final adapters and checkpoints."""
+PREDICTIONS_DIR = "qwen3-rust-finetune/predictions"
+
+
+@dataclass
+class InferenceParams:
+    """Every knob of an inference run (CLI flags use the same names, with - or _)."""
+
+    model: str = param("Qwen/Qwen2.5-Coder-1.5B-Instruct", help="hub name or local folder of the base model",
+                       group="Model")
+    adapter: str = param("", help="LoRA adapter folder applied to the model (empty: the base model alone)",
+                         group="Model", files=ADAPTER_DIRS)
+    merge: bool = param(False, help="merge the adapter into the weights before generating (hf backend only)",
+                        group="Model", advanced=True)
+    tasks: str = param(f"{PROCESSED_DIR}/{EVAL_FILE}", help="tasks to answer: process_data.py's "
+                       "eval.parquet, any task jsonl/parquet, or a Hugging Face dataset", group="Data",
+                       files=TASK_FILES)
+    out: str = param("", help="predictions parquet; a rerun with the same file resumes (empty: "
+                     f"{PREDICTIONS_DIR}/LABEL.parquet)", group="Output")
+    name: str = param("", help="label written to the model column (empty: the model's name, plus the adapter's "
+                      "last two path parts)", group="Output")
+    n: int = param(1, help="completions sampled per task (1 with greedy)", group="Sampling", bounds=(1, None))
+    temperature: float = param(0.2, help="sampling temperature, > 0 (ignored with greedy)", group="Sampling",
+                               bounds=(0.0, None), step=0.05)
+    top_p: float = param(0.9, help="nucleus sampling mass, in (0, 1] (ignored with greedy)", group="Sampling",
+                         bounds=(0.0, 1.0), step=0.05)
+    max_new_tokens: int = param(512, help="most tokens generated per answer (longer ones are cut and marked "
+                                "truncated)", group="Sampling", bounds=(1, None))
+    greedy: bool = param(False, help="greedy decoding: deterministic, needs n = 1", group="Sampling")
+    seed: int = param(0, help="random seed of the sampler", group="Sampling", advanced=True)
+    limit: int = param(0, help="answer only the first N tasks (0: all)", group="Data", bounds=(0, None))
+    batch_size: int = param(8, help="prompts per generate call (hf backend)", group="Backend", advanced=True,
+                            bounds=(1, None))
+    chunk_size: int = param(32, help="completions per chunk written to disk (at most what an interrupted run loses)",
+                            group="Backend", advanced=True, bounds=(1, None))
+    backend: str = param("auto", help="generation engine: auto takes vLLM when installed with a GPU and no merge, "
+                         "else hf (transformers)", group="Backend", choices=BACKEND_CHOICES)
+    repair_rounds: int = param(0, help="follow-up turns with compiler and test feedback for answers failing build, "
+                               "clippy or their own tests (0: one-shot)", group="Repair", bounds=(0, None))
+    feedback_tokens: int = param(DEFAULT_MAX_TOKENS, help="most tokens of feedback in one repair turn",
+                                 group="Repair", advanced=True, bounds=(1, None))
+
+    def __post_init__(self) -> None:
+        if self.repair_rounds < 0 or self.feedback_tokens < 1:
+            raise ValueError("--repair-rounds must be >= 0 and --feedback-tokens >= 1, got "
+                             f"{self.repair_rounds} and {self.feedback_tokens}")
+
+    def model_name(self) -> str:
+        """The label written to the ``model`` column (``--name``, else derived from model + adapter)."""
+        return self.name or display_name(self.model, self.adapter or None)
+
+    def out_path(self) -> Path:
+        """``--out``, else ``qwen3-rust-finetune/predictions/<model name>.parquet``."""
+        if self.out:
+            return Path(self.out)
+        return Path(PREDICTIONS_DIR) / f"{self.model_name().replace('/', '__')}.parquet"
+
+    def sampling(self) -> SamplingParams:
+        """The sampling settings (``ValueError`` for ones that do not go together, e.g. greedy with n > 1)."""
+        return SamplingParams(n=self.n, temperature=self.temperature, top_p=self.top_p,
+                              max_new_tokens=self.max_new_tokens, greedy=self.greedy, seed=self.seed)
+
+    def resolved_backend(self) -> str:
+        """``auto`` picks vLLM when it is installed, a GPU is present and no merge is asked; else HF."""
+        if self.backend != "auto":
+            if self.backend not in BACKENDS:
+                raise ValueError(f"--backend must be auto or one of {BACKENDS}, got {self.backend!r}")
+            return self.backend
+        import torch
+
+        return "vllm" if vllm_available() and torch.cuda.is_available() and not self.merge else "hf"
+
+
+def read_tasks(path: str | Path, limit: int = 0) -> list[Task]:
+    """The tasks of an eval split (any file ``load_tasks`` reads), the first ``limit`` when limit > 0."""
+    tasks = list(load_tasks(path))
+    if not tasks:
+        raise ValueError(f"{path}: no tasks")
+    return tasks[:limit] if limit > 0 else tasks
+
+
+def run_inference(
+    params: InferenceParams, progress: Callable[[int, int], None] | None = None
+) -> pd.DataFrame:
+    """Generate ``params.n`` completions per task into ``params.out_path()``; returns every row.
+
+    An existing output written with other settings is refused before the model is loaded.
+    """
+    sampling = params.sampling()
+    tasks = read_tasks(params.tasks, params.limit)
+    backend = params.resolved_backend()
+    run = run_columns(sampling, model=params.model_name(), base_model=params.model,
+                      adapter=params.adapter or None, backend=backend)
+    check_compatible(read_done(params.out_path()), run, params.out_path())
+    generator = make_generator(backend, params.model, params.adapter or None,
+                               merge=params.merge, batch_size=params.batch_size, seed=params.seed)
+    return generate_predictions(
+        tasks, generator, sampling, params.out_path(),
+        model=params.model_name(), base_model=params.model, adapter=params.adapter or None,
+        chunk_size=params.chunk_size, progress=progress,
+        repair_rounds=params.repair_rounds, feedback_tokens=params.feedback_tokens,
+    )
+
+
+def log_progress(done: int, total: int) -> None:
+    """Script-mode progress: one log line per finished chunk."""
+    log.info("generated %d/%d completions", done, total)

@@ -1,0 +1,1 @@
+"""Run folders: their layout and reading what a run wrote."""

@@ -1,0 +1,100 @@
+"""A training run and an eval folder at a glance (viz.py): the dashboard's parameters, a run's latest numbers, and
+the lines viz.py prints when it runs as a script."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rust_rewards.eval.metrics import comparison_table
+from rust_rewards.runs.layout import COMPLETIONS_DIR, METRICS_FILE, RESULTS_FILE, SUMMARY_FILE
+from rust_rewards.runs.records import (
+    RunLogs,
+    health_warnings,
+    inspect_eval,
+    inspect_run,
+    load_eval,
+    pass_rates,
+    top_error_codes,
+    verify_health,
+)
+
+
+@dataclass(frozen=True)
+class VizParams:
+    """What the dashboard shows: a training output dir, an optional eval dir, and display settings.
+
+    Filled from the command line (``marimo run viz.py -- --run DIR --eval DIR``); in the page the same
+    values are the defaults of the controls at the top.
+    """
+
+    run_dir: str = ""
+    eval_dir: str = ""
+    smoothing: float = 0.6
+    refresh: str = "10s"
+
+    @classmethod
+    def from_args(cls, args: dict[str, str]) -> VizParams:
+        """The parameters of ``mo.cli_args()``; ``--help`` prints the usage and exits 0, anything unknown raises."""
+        known = {"run": "run_dir", "eval": "eval_dir", "smoothing": "smoothing", "refresh": "refresh"}
+        if any(str(key).lstrip("-") in ("help", "h") for key in args):
+            print("usage: python viz.py [--run DIR] [--eval DIR] [--smoothing S] [--refresh T]\n\n"
+                  f"  --run DIR  a train.py output folder ({METRICS_FILE}, {COMPLETIONS_DIR}/)\n"
+                  f"  --eval DIR  an eval.py output folder ({SUMMARY_FILE}, {RESULTS_FILE})\n"
+                  f"  --smoothing S  exponential smoothing of the curves, in [0, 1) [default: {cls.smoothing}]\n"
+                  f"  --refresh T  how often a live run is re-read, e.g. 10s, 1m, off [default: {cls.refresh}]",
+                  flush=True)
+            raise SystemExit(0)
+        unknown = sorted(set(args) - set(known))
+        if unknown:
+            raise ValueError(f"unknown argument(s) {', '.join('--' + u for u in unknown)}; "
+                             f"expected {', '.join('--' + k for k in known)}")
+        values: dict[str, object] = {known[key]: value for key, value in args.items()}
+        if "smoothing" in values:
+            try:
+                values["smoothing"] = float(values["smoothing"])
+            except ValueError as err:
+                raise ValueError(f"--smoothing must be a number, got {values['smoothing']!r}") from err
+            if not 0.0 <= values["smoothing"] < 1.0:
+                raise ValueError(f"--smoothing must be in [0, 1), got {values['smoothing']}")
+        return cls(**values)
+
+
+def run_overview(run: RunLogs) -> dict[str, object]:
+    """The latest numbers of a run: last step, total reward, pass rates of the last logged step."""
+    summary: dict[str, object] = {"run": str(run.path), "last_step": run.last_step,
+                                  "completions": len(run.completions)}
+    if run.history:
+        summary["starts"] = len(run.history)
+    for key in ("reward", "loss"):
+        if not run.metrics.empty and key in run.metrics.columns:
+            summary[key] = float(run.metrics[key].iloc[-1])
+    health = verify_health(run.metrics)
+    if not health.empty:
+        summary["internal errors"] = int(health["internal_errors"].sum())
+        summary["timeouts"] = int(health["timeouts"].sum())
+    rates = pass_rates(run.completions)
+    if not rates.empty:
+        last = rates[rates["step"] == rates["step"].max()]
+        summary.update({f"{row.check} pass": float(row.rate) for row in last.itertuples()})
+    codes = top_error_codes(run.completions, 5)
+    if codes:
+        summary["top error codes"] = ", ".join(f"{code} ({count})" for code, count in codes)
+    return summary
+
+
+def overview_lines(run: RunLogs | None, params: VizParams) -> Iterator[str]:
+    """What viz.py prints as a script: the run's latest numbers and verifier warnings, then the eval comparison."""
+    if run is None:
+        yield f"viz: nothing to show: {inspect_run(params.run_dir).message}"
+    else:
+        for key, value in run_overview(run).items():
+            yield f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}"
+        for warning in health_warnings(run.metrics):
+            yield f"WARNING: {warning}"
+    if params.eval_dir:
+        state = inspect_eval(params.eval_dir)
+        if state.ok:
+            yield comparison_table(load_eval(params.eval_dir).summaries).round(4).to_string(index=False)
+        else:
+            yield f"viz: no eval to show: {state.message}"
