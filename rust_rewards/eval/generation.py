@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from rust_rewards.atomic import write_parquet_atomic
+from rust_rewards.models.gguf import resolve_model
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.report import Report
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS, feedback_message
@@ -260,7 +261,9 @@ def make_generator(
     backend: str, model: str, adapter: str | None = None, *, merge: bool = False, batch_size: int = 8,
     seed: int = 0,
 ) -> Generator:
-    """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package and a GPU)."""
+    """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package and a GPU). A ``.gguf``
+    ``model`` is read from its converted local folder (``rust_rewards.models.gguf``)."""
+    model = resolve_model(model)
     if backend == "hf":
         return HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed)
     if backend == "vllm":

