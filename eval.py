@@ -14,6 +14,9 @@ with app.setup:
     from rust_rewards.runs.layout import EvalFolder
     from rust_rewards.ui.charts import pass_at_k_chart, rates_chart, rounds_chart
     from rust_rewards.ui.entry_points import EVAL
+    from rust_rewards.workspace import use_workspace
+
+    use_workspace(Path(__file__).parent)
 
 
 @app.cell(hide_code=True)

@@ -4,10 +4,15 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium")
 
 with app.setup:
+    from pathlib import Path
+
     import marimo as mo
 
     from rust_rewards.eval.inference import run_inference
     from rust_rewards.ui.entry_points import INFERENCE
+    from rust_rewards.workspace import use_workspace
+
+    use_workspace(Path(__file__).parent)
 
 
 @app.cell(hide_code=True)

@@ -13,6 +13,9 @@ with app.setup:
     from rust_rewards.data.pipeline import EVAL_FILE, MANIFEST_FILE, TRAIN_FILE, run_pipeline
     from rust_rewards.ui.charts import dropped_chart
     from rust_rewards.ui.entry_points import PROCESS
+    from rust_rewards.workspace import use_workspace
+
+    use_workspace(Path(__file__).parent)
 
 
 @app.cell(hide_code=True)

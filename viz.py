@@ -52,6 +52,9 @@ with app.setup:
 
     alt.data_transformers.disable_max_rows()
     REFRESH_OPTIONS = ["5s", "10s", "30s", "1m", "5m"]
+    from rust_rewards.workspace import use_workspace
+
+    use_workspace(Path(__file__).parent)
 
 
 @app.cell(hide_code=True)

@@ -1,11 +1,12 @@
-import sys
+import os
 from pathlib import Path
 
 import pytest
 
+from rust_rewards.workspace import ENV
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+os.environ.setdefault(ENV, str(ROOT))  # the notebooks' workspace, wherever pytest is started
 
 
 @pytest.fixture(scope="session")

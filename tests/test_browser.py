@@ -249,8 +249,10 @@ def test_train_in_the_editor_runs_live(chromium: Path, tmp_path: Path) -> None:
         generations = page.locator("marimo-number[data-label*='num generations'] input")
         generations.fill("3")
         generations.press("Enter")
-        page.get_by_text("--num-generations 3 must divide the completions per step").first.wait_for(timeout=30_000)
-        assert page.get_by_text("--num-generations 3 must divide the completions per step").count() == 2  # + inline
+        from playwright.sync_api import expect
+
+        expect(page.get_by_text("--num-generations 3 must divide the completions per step")).to_have_count(
+            2, timeout=30_000)  # under the form and inline under its control
         generations.fill("8")
         generations.press("Enter")
         steps = page.locator("marimo-number[data-label*='max steps'] input")

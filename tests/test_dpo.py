@@ -144,7 +144,9 @@ def test_pairs_round_trip_and_file_errors_name_the_flag(rows, tasks, tmp_path):
 
 
 def test_dpo_stage_flags_are_checked_before_anything_runs(tmp_path):
-    from train import params_from_mapping, resolve_params, run_training
+    from rust_rewards.train.config import params_from_mapping
+    from rust_rewards.train.loop import run_training
+    from rust_rewards.train.resolve import resolve_params
 
     with pytest.raises(ValueError, match="--dpo-pairs"):
         resolve_params(params_from_mapping({"preset": "tiny", "stage": "dpo"}))
@@ -162,7 +164,8 @@ def test_dpo_stage_flags_are_checked_before_anything_runs(tmp_path):
 def test_dpo_stage_trains_writes_an_adapter_and_resumes(rows, tasks, tmp_path, tiny_model_dir, capsys):
     import time
 
-    from train import params_from_mapping, run_training
+    from rust_rewards.train.config import params_from_mapping
+    from rust_rewards.train.loop import run_training
 
     pairs = write_pairs(build_pairs(rows, tasks), tmp_path / "pairs.jsonl")
     out = tmp_path / "dpo"

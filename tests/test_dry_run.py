@@ -17,22 +17,16 @@ import pandas as pd
 import pytest
 from trl import GRPOConfig
 
-import train
+import rust_rewards.train.resolve as resolve_module
 from rust_rewards.cpus import cpu_has_native_bf16
 from rust_rewards.rewards import REWARD_FUNCS
+from rust_rewards.train.config import TrainParams, params_from_mapping
 from rust_rewards.train.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
 from rust_rewards.train.gpu_plan import CARDS, RunShape
-from train import (
-    TrainParams,
-    check_load_in_4bit,
-    gpu_view,
-    grpo_config,
-    params_from_mapping,
-    quantization_config,
-    resolve_params,
-    run_dry_run,
-    vllm_kwargs,
-)
+from rust_rewards.train.models import quantization_config, trainer_model
+from rust_rewards.train.preflight import gpu_view, run_dry_run
+from rust_rewards.train.resolve import check_load_in_4bit, resolve_params
+from rust_rewards.train.trl_configs import grpo_config, vllm_kwargs
 
 ROOT = Path(__file__).resolve().parent.parent
 LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
@@ -96,7 +90,7 @@ def test_form_choices_are_values_trl_accepts(tmp_path):
     """Every choice the form and the command line offer builds a GRPOConfig (no dropdown entry the run rejects)."""
     from transformers.trainer_utils import SchedulerType
 
-    from train import LOSS_TYPES, LR_SCHEDULERS, SCALE_REWARDS
+    from rust_rewards.train.config import LOSS_TYPES, LR_SCHEDULERS, SCALE_REWARDS
 
     assert set(LR_SCHEDULERS) <= {s.value for s in SchedulerType}
     for loss_type, scale, scheduler in zip(LOSS_TYPES, SCALE_REWARDS * 3, LR_SCHEDULERS * 2, strict=False):
@@ -203,12 +197,12 @@ def test_load_in_4bit_refusals(tmp_path, monkeypatch):
     q4 = real(tmp_path, load_in_4bit=True)  # the dry run's view of the GPU machine: no check of this CPU machine
     assert (q4.load_in_4bit, q4.use_vllm, q4.use_cpu, q4.bf16) == (True, False, False, True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(train, "bitsandbytes_importable", lambda: True)
+    monkeypatch.setattr(resolve_module, "bitsandbytes_importable", lambda: True)
     refuses("cuda", q4)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(train, "bitsandbytes_importable", lambda: False)
+    monkeypatch.setattr(resolve_module, "bitsandbytes_importable", lambda: False)
     refuses("bnb", q4)
-    monkeypatch.setattr(train, "bitsandbytes_importable", lambda: True)
+    monkeypatch.setattr(resolve_module, "bitsandbytes_importable", lambda: True)
     check_load_in_4bit(q4)  # a GPU machine with bitsandbytes: accepted
     refuses("cpu", dataclasses.replace(q4, use_cpu=True))
     refuses("colocate", dataclasses.replace(q4, use_vllm=True))
@@ -298,13 +292,13 @@ def test_load_in_4bit_base_model_is_quantized_and_prepared(tmp_path, monkeypatch
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
     p = real(tmp_path, load_in_4bit=True)
-    model = train.trainer_model(p)
+    model = trainer_model(p)
     assert seen["name"] == p.model and seen["dtype"] == torch.bfloat16 and seen["device_map"] == {"": 0}
     assert seen["quantization_config"].to_dict() == quantization_config(p).to_dict()
     # prepared: frozen, the unquantized parameters (here all of them: nothing is really 4-bit on CPU) in fp32
     assert not any(t.requires_grad for t in model.parameters())
     assert {t.dtype for t in model.parameters()} == {torch.float32}
-    assert train.trainer_model(real(tmp_path)) == p.model  # unquantized: TRL loads it by name
+    assert trainer_model(real(tmp_path)) == p.model  # unquantized: TRL loads it by name
 
 
 def test_a_dry_run_never_clears_a_folder_it_did_not_write(tmp_path):

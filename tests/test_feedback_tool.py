@@ -78,7 +78,8 @@ def test_tool_use_counts_calls_and_improvement_over_the_first_draft():
 
 
 def test_feedback_turns_need_room_for_the_tool_answer():
-    from train import params_from_mapping, resolve_params
+    from rust_rewards.train.config import params_from_mapping
+    from rust_rewards.train.resolve import resolve_params
 
     with pytest.raises(ValueError, match="--feedback-turns 1: the tool's answers .* use at least 320"):
         resolve_params(params_from_mapping({"preset": "tiny", "feedback-turns": 1}))

@@ -14,7 +14,9 @@ from rust_rewards.data.sft_rows import sft_answer, sft_rows
 from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import Task
-from train import params_from_mapping, resolve_params, run_training
+from rust_rewards.train.config import params_from_mapping
+from rust_rewards.train.loop import run_training
+from rust_rewards.train.resolve import resolve_params
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"

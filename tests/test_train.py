@@ -27,26 +27,20 @@ from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
 from rust_rewards.tasks import Task
 from rust_rewards.train.callbacks import RunLogCallback
+from rust_rewards.train.checkpoints import find_checkpoint
+from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
+from rust_rewards.train.loop import run_training
+from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.recording import (
     InfrastructureError,
     RewardBatch,
     RewardRecorder,
     format_log_line,
 )
+from rust_rewards.train.resolve import resolve_params, select_rewards
+from rust_rewards.train.trainers import build_trainer, task_reports
+from rust_rewards.train.trl_configs import grpo_config
 from rust_rewards.verify.verifier import Verifier
-from train import (
-    TrainParams,
-    build_trainer,
-    find_checkpoint,
-    grpo_config,
-    params_from_mapping,
-    preset_params,
-    resolve_params,
-    run_training,
-    select_rewards,
-    task_reports,
-    upload_to_oxen,
-)
 
 ROOT = Path(__file__).resolve().parent.parent
 REWARD_NAMES = [f.__name__ for f in REWARD_FUNCS]

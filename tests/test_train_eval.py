@@ -13,8 +13,10 @@ import torch
 
 from rust_rewards.report import Report
 from rust_rewards.runs.records import load_metrics
+from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.evaluation import EVAL_KEYS, eval_file, eval_metrics, eval_mode, preserved_rng
-from train import params_from_mapping, run_training, validate_params
+from rust_rewards.train.loop import run_training
+from rust_rewards.train.resolve import validate_params
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
@@ -129,15 +131,15 @@ def test_eval_does_not_change_the_training_trajectory(runs):
 
 
 def test_viz_draws_the_held_out_curve_only_when_logged(tmp_path):
-    import viz
     from rust_rewards.train.recording import append_metrics
+    from rust_rewards.ui.charts import held_out_chart
 
     for step in (1, 2, 3, 4):
         append_metrics(tmp_path, step, {"reward": 0.1 * step, "loss": 0.0})
-    assert viz.held_out_chart(load_metrics(tmp_path)) is None
+    assert held_out_chart(load_metrics(tmp_path)) is None
     for step, rate in ((2, 0.25), (4, 0.5)):
         append_metrics(tmp_path, step, {"eval/hidden_pass_at_1": rate, "eval/build_rate": 2 * rate})
-    spec = viz.held_out_chart(load_metrics(tmp_path)).to_dict()
+    spec = held_out_chart(load_metrics(tmp_path)).to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {(r["series"], r["step"], r["value"]) for r in rows} == {
         ("held-out hidden pass@1", 2, 0.25), ("held-out hidden pass@1", 4, 0.5),

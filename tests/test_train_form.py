@@ -23,27 +23,16 @@ from marimo._cli.parse_args import parse_args
 
 from rust_rewards.params import info_of
 from rust_rewards.rewards import REWARD_FUNCS
-from rust_rewards.runs.records import STOP_FILE
+from rust_rewards.runs.layout import STOP_FILE
 from rust_rewards.tasks import Task
+from rust_rewards.train.config import LOSS_TYPES, PRESETS, TrainParams, params_from_mapping, preset_params
+from rust_rewards.train.jobs import cli_flags, cli_text, start_job
+from rust_rewards.train.loop import run_training
+from rust_rewards.train.resolve import select_rewards, validate_params
 from rust_rewards.ui.forms import NONE_LABEL, control, param_controls
-from train import (
-    LOSS_TYPES,
-    PRESETS,
-    ROOT,
-    TrainParams,
-    cli_flags,
-    cli_text,
-    field_problem,
-    form_params,
-    params_from_mapping,
-    preset_params,
-    reward_weight_controls,
-    run_training,
-    select_rewards,
-    start_job,
-    validate_params,
-)
+from rust_rewards.ui.train_view import field_problem, form_params, reward_weight_controls
 
+ROOT = Path(__file__).resolve().parent.parent
 REWARD_NAMES = [f.__name__ for f in REWARD_FUNCS]
 FORM_SKIP = ("preset", "rewards", "reward_weights")  # the notebook's own controls for these
 TASKS = [

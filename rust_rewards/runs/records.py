@@ -30,8 +30,6 @@ from rust_rewards.runs.layout import (
     EvalFolder,
     RunFolder,
 )
-from rust_rewards.runs.layout import PARAMS_HISTORY_FILE as PARAMS_HISTORY_FILE  # re-exported for train code
-from rust_rewards.runs.layout import STOP_FILE as STOP_FILE  # re-exported for train code
 from rust_rewards.rust.extract import completion_text
 
 REQUIRED_COMPLETION_COLUMNS = ("step", "completion", "reward", "build_ok", "clippy_ok", "tests_ok")

@@ -1,9 +1,9 @@
 """A CPU dry run of the GPU preset: the full run's settings, reduced only where a CPU must.
 
-For any parameter dataclass with ``train.py``'s ``TrainParams`` fields: ``reduce_params`` derives the dry run's
-parameters from the full run's and lists exactly what it changed and why, ``build_shaped_model`` saves a random
-model with the real model's layer shape but only ``LAYERS`` layers, and ``plan_text`` is the GPU memory and time
-estimate (``gpu_plan``) for the full settings.
+For any parameter dataclass with the fields of ``rust_rewards.train.config.TrainParams``: ``reduce_params`` derives
+the dry run's parameters from the full run's and lists exactly what it changed and why, ``build_shaped_model`` saves
+a random model with the real model's layer shape but only ``LAYERS`` layers, and ``plan_text`` is the GPU memory and
+time estimate (``gpu_plan``) for the full settings.
 """
 
 from __future__ import annotations

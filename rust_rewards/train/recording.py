@@ -30,14 +30,10 @@ import pandas as pd
 from rust_rewards.atomic import write_json_atomic
 from rust_rewards.report import Report
 from rust_rewards.rewards.cargo_tool import tool_calls
-from rust_rewards.runs.layout import METRICS_FILE as METRICS_FILE  # re-exported for train code
 from rust_rewards.runs.layout import RunFolder
 from rust_rewards.runs.records import HEALTH_KEYS, load_params
 from rust_rewards.rust.extract import completion_text
 
-TASK_KWARGS = ("task_id", "reference_tests", "test_shape", "crate_name", "edition", "extra_files",
-               "test_release", "reference_code", "task_prompt")
-"""Dataset columns TRL passes to reward functions that the per-completion log keeps."""
 _TRL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "prompts",
                "completions")
 

@@ -16,13 +16,14 @@ from rust_rewards.eval import inference, scoring
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.eval.scoring import EvalParams
 from rust_rewards.ui.paths import repo_path, require_file, resolve_files
-from rust_rewards.ui.script import REPO_ROOT, ScriptOrForm
+from rust_rewards.ui.script import ScriptOrForm
+from rust_rewards.workspace import workspace
 
 
 def check_eval(params: EvalParams) -> EvalParams:
     """``params`` with input paths resolved; ``ValueError`` for what the run would refuse before verifying
     anything: no predictions file, a missing one, a missing tasks file."""
-    params = resolve_files(params, REPO_ROOT)
+    params = resolve_files(params, workspace())
     if not params.predictions:
         raise ValueError("no predictions file given (--predictions PATH)")
     for path in params.predictions:
@@ -42,7 +43,7 @@ def check_inference(params: InferenceParams) -> InferenceParams:
     """``params`` with input paths resolved (the model too when it is a local folder); ``ValueError`` for what the
     run would refuse before loading the model: sampling settings that do not go together (greedy with n > 1), a
     missing tasks file."""
-    params = dataclasses.replace(resolve_files(params, REPO_ROOT), model=repo_path(params.model, REPO_ROOT))
+    params = dataclasses.replace(resolve_files(params, workspace()), model=repo_path(params.model, workspace()))
     params.sampling()
     require_file("tasks", params.tasks, LOCAL_SUFFIXES)
     return params
@@ -61,7 +62,7 @@ def check_process(params: ProcessParams) -> ProcessParams:
     """``params`` with the source path resolved (not a path in an Oxen repo); ``ValueError`` for what the run would
     refuse before verifying anything: a missing local source file or tokenizer folder."""
     if not params.oxen_repo:
-        params = resolve_files(params, REPO_ROOT)
+        params = resolve_files(params, workspace())
         require_file("source", params.source, LOCAL_SUFFIXES)
     if is_local_tokenizer(params.tokenizer) and not Path(params.tokenizer).expanduser().is_dir():
         raise ValueError(f"--tokenizer {params.tokenizer!r}: no such tokenizer directory")

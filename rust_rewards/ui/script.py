@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import marimo as mo
@@ -24,12 +23,12 @@ import marimo as mo
 from rust_rewards.params import exit_with_usage_if_asked, fill_params
 from rust_rewards.ui.forms import check_form, param_controls, param_panel
 from rust_rewards.ui.progress import marimo_progress
+from rust_rewards.workspace import workspace
 
 P = TypeVar("P")
 R = TypeVar("R")
 Progress = Callable[[int, int], None]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository: the notebooks' folder, what the forms' file patterns and relative paths are taken from."""
 
 
@@ -78,7 +77,7 @@ class ScriptOrForm(Generic[P]):
 
     def controls(self, cli_params: P) -> tuple[Any | None, Any]:
         """The form's controls holding ``cli_params`` (None in a script) and the run button."""
-        controls = None if is_script() else param_controls(self.params, cli_params, REPO_ROOT)
+        controls = None if is_script() else param_controls(self.params, cli_params, workspace())
         return controls, mo.ui.run_button(label=self.button)
 
     def form(self, controls: Any | None, run_button: Any, problem: str | None) -> Any:

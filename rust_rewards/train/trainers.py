@@ -1,0 +1,191 @@
+"""Each stage's trainer for resolved params: its data (task prompts, verified reference answers, preference pairs),
+its model and adapter, its config and our callbacks (metrics file, stop file, progress, held-out evaluation) ahead
+of wandb's."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.data.sft_rows import SFTSet, sft_rows
+from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
+from rust_rewards.report import Report
+from rust_rewards.tasks import REWARD_COLUMNS, Task
+from rust_rewards.train.config import TrainParams
+from rust_rewards.train.models import lora_config, trainer_model
+from rust_rewards.train.recording import InfraGuard, RewardRecorder
+from rust_rewards.train.resolve import select_rewards
+from rust_rewards.train.trl_configs import dpo_config, grpo_config, sft_config
+from rust_rewards.verify.verifier import Verifier
+
+Progress = Callable[[int, int, dict[str, Any]], None]
+"""``progress(step, max_steps, logs)``: called with each logged step."""
+
+
+def load_train_tasks(params: TrainParams) -> list[Task]:
+    """The training tasks (any source ``load_tasks`` reads), the first ``max_tasks`` when > 0."""
+    tasks = list(load_tasks(params.data, split=params.data_split or None))
+    if not tasks:
+        raise ValueError(f"{params.data}: no tasks to train on")
+    return tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
+
+
+def task_dataset(tasks: Sequence[Task], feedback: bool = False) -> Any:
+    """A ``datasets.Dataset`` with a conversational ``prompt`` and the columns reward functions read; with
+    ``feedback`` the system prompt also offers the ``cargo_check`` tool."""
+    from datasets import Dataset
+
+    system = SYSTEM_PROMPT + FEEDBACK_INSTRUCTIONS if feedback else SYSTEM_PROMPT
+    rows = []
+    for task in tasks:
+        row = {**task.to_row(), "task_prompt": task.prompt}
+        rows.append({"prompt": chat_messages(task.prompt, system), **{k: row[k] for k in REWARD_COLUMNS}})
+    return Dataset.from_list(rows)
+
+
+def task_reports(completions: Sequence[Any], columns: Mapping[str, list[Any]]) -> list[Report]:
+    """The verifier's reports for one batch, asked exactly as the rewards ask (so they are cache hits)."""
+    from rust_rewards.rewards import reports_for
+
+    return reports_for(list(completions), **columns)
+
+
+def sft_data(p: TrainParams, tasks: Sequence[Task]) -> SFTSet:
+    """The verified reference answers of ``tasks`` (answers longer than ``max_completion_length`` tokens skipped)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(p.model)
+    return sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
+                    p.max_completion_length)
+
+
+def run_callbacks(p: TrainParams, log: Any, progress: Progress | None) -> list[Any]:
+    """A run's callbacks: its ``metrics.jsonl`` writer, the stop-file check, then progress lines; sets the wandb
+    project when logging."""
+    from rust_rewards.train.callbacks import ProgressCallback, StopFileCallback
+
+    if p.wandb:
+        os.environ.setdefault("WANDB_PROJECT", p.wandb_project)
+    return [log, StopFileCallback(p.output_dir)] + ([] if progress is None else [ProgressCallback(progress)])
+
+
+def eval_callbacks(p: TrainParams) -> list[Any]:
+    """The held-out evaluation callback (``rust_rewards.train.evaluation``) when ``--eval-tasks`` is set, else none:
+    its tasks (the first ``eval_limit``), its own copy of the tokenizer, the rollouts' temperature and top-p."""
+    if not p.eval_tasks:
+        return []
+    from transformers import AutoTokenizer
+
+    from rust_rewards.eval.generation import SamplingParams
+    from rust_rewards.train.evaluation import HeldOutEvalCallback
+
+    tasks = list(load_tasks(p.eval_tasks))
+    tasks = tasks[: p.eval_limit] if p.eval_limit > 0 else tasks
+    if not tasks:
+        raise ValueError(f"--eval-tasks {p.eval_tasks}: no tasks in it")
+    sampling = SamplingParams(n=p.eval_n, temperature=p.temperature, top_p=p.top_p, seed=p.seed,
+                              max_new_tokens=p.eval_max_new_tokens or p.max_completion_length)
+    tokenizer = AutoTokenizer.from_pretrained(p.model, padding_side="left")
+    return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb)]
+
+
+def with_our_callbacks_first(trainer: Any) -> Any:
+    """Drop the Trainer's printer (our progress lines replace it) and move wandb's callback after ours, so the
+    metrics our callbacks add (``reward_share``, ``verify/*``) reach wandb too."""
+    from transformers import PrinterCallback
+    from transformers.integrations import WandbCallback
+
+    trainer.pop_callback(PrinterCallback)
+    wandb_callback = trainer.pop_callback(WandbCallback)
+    if wandb_callback is not None:
+        trainer.add_callback(wandb_callback)
+    return trainer
+
+
+def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
+                      progress: Progress | None = None) -> Any:
+    """The ``SFTTrainer`` of the supervised stage: same LoRA settings (or ``init_adapter``), same outputs."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer
+
+    from rust_rewards.train.callbacks import MetricsFileCallback
+
+    trainer = SFTTrainer(
+        model=trainer_model(p),
+        args=sft_config(p),
+        train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
+        processing_class=AutoTokenizer.from_pretrained(p.model),
+        peft_config=None if p.init_adapter else lora_config(p),
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p),
+    )
+    return with_our_callbacks_first(trainer)
+
+
+def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]],
+                      progress: Progress | None = None) -> Any:
+    """The ``DPOTrainer`` of the preference stage: same LoRA settings (or ``init_adapter``), same outputs; the
+    reference model is the base with the adapter switched off (TRL's default with PEFT)."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import DPOTrainer
+
+    from rust_rewards.train.callbacks import MetricsFileCallback
+
+    trainer = DPOTrainer(
+        model=trainer_model(p),
+        args=dpo_config(p),
+        train_dataset=Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in pairs]),
+        processing_class=AutoTokenizer.from_pretrained(p.model),
+        peft_config=None if p.init_adapter else lora_config(p),
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p),
+    )
+    return with_our_callbacks_first(trainer)
+
+
+def build_trainer(
+    p: TrainParams,
+    tasks: Sequence[Task],
+    progress: Progress | None = None,
+    guard: InfraGuard | None = None,
+    verifier: Verifier | None = None,
+) -> Any:
+    """The ``GRPOTrainer`` for resolved params, with our reward timing and log callbacks.
+
+    Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` and the ``verify/*``
+    counts reach wandb too; ``guard`` (default: from the params) stops training on internal errors.
+    """
+    from trl import GRPOTrainer
+
+    from rust_rewards.rewards.cargo_tool import cargo_check
+    from rust_rewards.train.callbacks import RunLogCallback
+
+    funcs, weights = select_rewards(p, verifier)
+    recorder = RewardRecorder(funcs)
+    guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
+    log = RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
+                         feedback=p.feedback_turns > 0)
+    trainer = GRPOTrainer(
+        model=trainer_model(p),
+        reward_funcs=recorder.wrapped,
+        args=grpo_config(p, [weights[f.__name__] for f in funcs]),
+        train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
+        peft_config=None if p.init_adapter else lora_config(p),
+        callbacks=run_callbacks(p, log, progress) + eval_callbacks(p),
+        tools=[cargo_check] if p.feedback_turns else None,
+    )
+    return with_our_callbacks_first(trainer)
+
+
+def build_stage_trainer(p: TrainParams, tasks: Sequence[Task], sft: SFTSet | None,
+                        pairs: Sequence[dict[str, Any]] | None, progress: Progress | None, guard: InfraGuard,
+                        verifier: Verifier | None = None) -> Any:
+    """The trainer of ``p``'s stage: supervised on ``sft``'s rows, DPO on ``pairs``, else GRPO on ``tasks``, rewarded
+    by ``verifier`` (stopped by ``guard`` on its internal errors)."""
+    if sft is not None:
+        return build_sft_trainer(p, sft.rows, progress)
+    if pairs is not None:
+        return build_dpo_trainer(p, pairs, progress)
+    return build_trainer(p, tasks, progress, guard, verifier)
