@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from marimo._cli.parse_args import parse_args
 
+from rust_rewards.layout import STOP_FILE
 from rust_rewards.params import info_of
 from rust_rewards.rewards import REWARD_FUNCS
-from rust_rewards.runs.layout import STOP_FILE
 from rust_rewards.tasks import Task
 from rust_rewards.train.config import LOSS_TYPES, PRESETS, TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.jobs import cli_flags, cli_text, start_job

@@ -23,9 +23,9 @@ from rust_rewards.eval.generation import (
     run_columns,
     vllm_available,
 )
+from rust_rewards.layout import ADAPTER_DIR, CHECKPOINT_GLOB
 from rust_rewards.params import param
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
-from rust_rewards.runs.layout import ADAPTER_DIR, CHECKPOINT_GLOB
 from rust_rewards.tasks import Task
 
 log = logging.getLogger("inference")  # named after the notebook, whose script lines it writes

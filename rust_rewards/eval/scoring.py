@@ -1,5 +1,5 @@
 """What eval.py does: score prediction files with the training verifier against their tasks' hidden tests, summarize
-per model (``rust_rewards.eval.metrics``) and write an eval folder (``rust_rewards.runs.layout``: ``results.parquet``,
+per model (``rust_rewards.eval.metrics``) and write an eval folder (``rust_rewards.layout``: ``results.parquet``,
 one row per completion, and ``summary.json``, one entry per model).
 """
 
@@ -17,8 +17,8 @@ from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR, TASK_FILES
 from rust_rewards.eval.metrics import ModelSummary, summarize
+from rust_rewards.layout import RESULTS_FILE, SUMMARY_FILE, EvalFolder
 from rust_rewards.params import param
-from rust_rewards.runs.layout import RESULTS_FILE, SUMMARY_FILE, EvalFolder
 from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import BACKENDS, verifier_for
 

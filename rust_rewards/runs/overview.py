@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rust_rewards.eval.metrics import comparison_table
-from rust_rewards.runs.layout import COMPLETIONS_DIR, METRICS_FILE, RESULTS_FILE, SUMMARY_FILE
+from rust_rewards.layout import COMPLETIONS_DIR, METRICS_FILE, RESULTS_FILE, SUMMARY_FILE
 from rust_rewards.runs.records import (
     RunLogs,
     health_warnings,

@@ -1,6 +1,6 @@
 """Read a training output dir and an eval output dir into DataFrames (what viz.py plots).
 
-Training dir (written by train.py, named in ``rust_rewards.runs.layout``): ``params.json`` (the first start's
+Training dir (written by train.py, named in ``rust_rewards.layout``): ``params.json`` (the first start's
 parameters), ``params_history.jsonl`` (one JSON object per start, resumes included), ``metrics.jsonl`` (one JSON
 object per logged step) and ``completions/step_NNNNNN.parquet`` (one row per completion with its
 rewards and ``Report.flat()`` verdict). Eval dir (written by eval.py): ``summary.json`` and ``results.parquet``.
@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from rust_rewards.eval.metrics import ModelSummary, long_metrics, summarize
-from rust_rewards.runs.layout import (
+from rust_rewards.layout import (
     COMPLETIONS_DIR,
     METRICS_FILE,
     PARAMS_FILE,

@@ -18,8 +18,8 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
+from rust_rewards.layout import RunFolder
 from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
-from rust_rewards.runs.layout import RunFolder
 from rust_rewards.train.recording import (
     InfraGuard,
     ReportsFor,

@@ -28,7 +28,7 @@ from transformers import TrainerCallback
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.eval.generation import HFGenerator, SamplingParams
 from rust_rewards.eval.metrics import summarize_model
-from rust_rewards.runs.layout import RunFolder
+from rust_rewards.layout import RunFolder
 from rust_rewards.tasks import Task
 from rust_rewards.train.recording import append_metrics
 from rust_rewards.verify.verifier import get_verifier

@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from rust_rewards.layout import STOP_FILE
 from rust_rewards.params import flag_name
-from rust_rewards.runs.layout import STOP_FILE
 from rust_rewards.train.config import TrainParams, preset_params
 from rust_rewards.train.resolve import run_dir
 from rust_rewards.workspace import workspace

@@ -12,7 +12,7 @@ from typing import Any
 from rust_rewards.cpus import cpu_share
 from rust_rewards.data.dpo_pairs import read_pairs
 from rust_rewards.data.sft_rows import SFTSet
-from rust_rewards.runs.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
+from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
 from rust_rewards.runs.records import load_params, param_changes
 from rust_rewards.tasks import Task
 from rust_rewards.train.checkpoints import adapter_from_checkpoint, find_checkpoint, finished_run, save_adapter

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path, PurePosixPath
 
-from rust_rewards.runs.layout import ADAPTER_DIR, COMPLETIONS_DIR, METRICS_FILE, PARAMS_FILE, PARAMS_HISTORY_FILE
+from rust_rewards.layout import ADAPTER_DIR, COMPLETIONS_DIR, METRICS_FILE, PARAMS_FILE, PARAMS_HISTORY_FILE
 
 
 def upload_to_oxen(out_dir: str | Path, repo_id: str, dest: str) -> str | None:

@@ -28,9 +28,9 @@ from typing import Any
 import pandas as pd
 
 from rust_rewards.atomic import write_json_atomic
+from rust_rewards.layout import RunFolder
 from rust_rewards.report import Report
 from rust_rewards.rewards.cargo_tool import tool_calls
-from rust_rewards.runs.layout import RunFolder
 from rust_rewards.runs.records import HEALTH_KEYS, load_params
 from rust_rewards.rust.extract import completion_text
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import marimo as mo
 
+from rust_rewards.layout import METRICS_FILE
 from rust_rewards.params import info_of
 from rust_rewards.rewards import DEFAULT_WEIGHTS
-from rust_rewards.runs.layout import METRICS_FILE
 from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.jobs import TrainJob, cli_flags
 from rust_rewards.train.resolve import validate_params
