@@ -11,7 +11,7 @@ with app.setup:
 
     from rust_rewards.eval.metrics import comparison_table, rounds_table
     from rust_rewards.eval.scoring import run_eval
-    from rust_rewards.runs.layout import EvalFolder
+    from rust_rewards.layout import EvalFolder
     from rust_rewards.ui.charts import pass_at_k_chart, rates_chart, rounds_chart
     from rust_rewards.ui.entry_points import EVAL
     from rust_rewards.workspace import use_workspace

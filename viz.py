@@ -10,7 +10,7 @@ with app.setup:
     import marimo as mo
 
     from rust_rewards.eval.metrics import comparison_table
-    from rust_rewards.runs.layout import PARAMS_HISTORY_FILE
+    from rust_rewards.layout import PARAMS_HISTORY_FILE
     from rust_rewards.runs.overview import VizParams, overview_lines, run_overview
     from rust_rewards.runs.records import (
         ANY_CODE,

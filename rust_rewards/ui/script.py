@@ -29,8 +29,6 @@ P = TypeVar("P")
 R = TypeVar("R")
 Progress = Callable[[int, int], None]
 
-"""The repository: the notebooks' folder, what the forms' file patterns and relative paths are taken from."""
-
 
 def is_script() -> bool:
     """Whether the notebook runs as a script (``python NB.py``) rather than as a page."""
