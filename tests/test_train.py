@@ -2,7 +2,7 @@
 
 One 2-step run is shared by the output, resume and adapter tests (module fixture); the logging path is
 also checked directly with completions that cargo really compiles. Infrastructure failures of the
-verifier are injected by replacing ``verify_code`` in a fresh process verifier.
+verifier are injected by replacing the local executor's ``verify_code`` in a fresh process verifier.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 from transformers.integrations import WandbCallback
 
+import rust_rewards.verify.executors as executors
 import rust_rewards.verify.verifier as verifier_module
 from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
@@ -354,7 +355,7 @@ def broken_verifier(monkeypatch):
 
     verifier = Verifier(workers=2)
     monkeypatch.setattr(verifier_module, "_DEFAULT", verifier)
-    monkeypatch.setattr(verifier_module, "verify_code", sandbox_down)
+    monkeypatch.setattr(executors, "verify_code", sandbox_down)
     yield verifier, calls
     verifier.close()
 
@@ -396,7 +397,7 @@ def test_script_exits_with_the_infrastructure_message(workdir, tasks_file, tiny_
     out = workdir / "broken-cli"
     script = (
         "import runpy, sys\n"
-        "import rust_rewards.verify.verifier as v\n"
+        "import rust_rewards.verify.executors as v\n"
         "def down(*a, **k):\n"
         f"    raise OSError({SANDBOX_DOWN!r})\n"
         "v.verify_code = down\n"

@@ -336,6 +336,10 @@ def _exits_within(proc: subprocess.Popen, wall: float) -> bool:
 
 
 SKIPPED = -1
+OUT_OF_TIME_CODES = (124, 128 + signal.SIGKILL)
+"""Exit codes of a step that ran out of time: ``timeout``'s own (wall clock), and the SIGKILL of the CPU-time limit
+(``prlimit --cpu`` sets soft = hard): which comes first for a busy loop is a race, so both mean "timed out"."""
+OUT_OF_TIME = "|".join(map(str, OUT_OF_TIME_CODES))
 """Returncode of a step skipped because an earlier step of its group timed out."""
 _TOOL_FAILED = (125, 126, 127)
 """Exit codes of ``timeout`` when it, or the program it should start, cannot run."""
@@ -410,7 +414,7 @@ def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limi
         )
         if step.group:
             flag = f"skip_{groups[step.group]}"
-            line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; [ $rc -eq 124 ] && {flag}=1; '
+            line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; case $rc in {OUT_OF_TIME}) {flag}=1;; esac; '
                     f'else echo "{i} skip" >&{status_fd}; fi')
         lines.append(line)
     return "\n".join(lines)
@@ -443,7 +447,7 @@ def _results(steps: list[Step], status: dict[int, tuple[int, float]], *, outer_t
             raise SandboxError(f"could not run {step.argv[0]} (exit {rc}): {stderr.strip()[:500]}")
         results[step.name] = RunResult(
             returncode=rc,
-            timed_out=rc == 124 or (outer_timeout and i == len(steps) - 1),
+            timed_out=rc in OUT_OF_TIME_CODES or (outer_timeout and i == len(steps) - 1),
             seconds=seconds,
             stdout=stdout,
             stderr=stderr,
