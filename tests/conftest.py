@@ -15,3 +15,10 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from rust_rewards.train.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests start servers and a headless chromium: they count as slow (``pytest -m "not slow"``)."""
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.slow)

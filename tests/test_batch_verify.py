@@ -145,6 +145,7 @@ def test_blockers_name_every_unsafe_case():
     assert blocked["release"] == "release profile"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("own_first", [False, True])
 def test_mixed_batch_matches_each_completion_alone(alone, own_first):
     result = verify_batch([MIXED[name] for name in MIXED], _config("batch"), own_first=own_first)
@@ -166,6 +167,7 @@ def test_mixed_batch_matches_each_completion_alone(alone, own_first):
     assert sum(result.fallbacks.values()) == len(MIXED) - 1 - result.combined  # "empty" is not a fallback
 
 
+@pytest.mark.slow
 def test_mixed_batch_matches_cargo_mode(alone):
     batch = _verify("batch", MIXED)
     cargo = _verify("cargo", {k: v for k, v in MIXED.items() if k not in ("loops", "allocates")})
@@ -183,6 +185,7 @@ def test_diagnostics_keep_the_completion_s_own_file_and_lines(alone):
     assert batch[1].clippy_warnings == ("eq_op",) and batch[1].build_ok and not batch[1].clippy_ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_report_does_not_depend_on_the_neighbours(alone, seed):
     rng = random.Random(seed)
@@ -193,6 +196,7 @@ def test_report_does_not_depend_on_the_neighbours(alone, seed):
         assert _normalised(report) == _normalised(alone[name]), (seed, name)
 
 
+@pytest.mark.slow
 def test_benchmark_corpus_matches_direct_and_cargo():
     corpus = {name: (extract_rust(text), None) for name, text in load_corpus(DEFAULT_CORPUS)}
     batch, direct, cargo = (_verify(mode, corpus) for mode in ("batch", "direct", "cargo"))
@@ -204,6 +208,7 @@ def test_benchmark_corpus_matches_direct_and_cargo():
     assert own_first.combined == 19 and own_first.settled == 4  # the fifth compile error is in its test code
 
 
+@pytest.mark.slow
 def test_adversarial_corpus_matches_direct():
     cases = {}
     for path in sorted(ADVERSARIAL.glob("*.rs")):

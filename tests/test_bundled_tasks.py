@@ -148,6 +148,7 @@ def verifier():
     return get_verifier()
 
 
+@pytest.mark.slow
 def test_references_build_pass_clippy_and_their_hidden_tests(tasks, verifier):
     reports = verifier.verify_many([t.reference_code for t in tasks], hidden=[t.hidden_tests() for t in tasks],
                                    raw_code=True)
@@ -161,6 +162,7 @@ def test_references_build_pass_clippy_and_their_hidden_tests(tasks, verifier):
     assert not wrong_counts, f"hidden tests not all run: {wrong_counts}"
 
 
+@pytest.mark.slow
 def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
     stubs = [stub_bodies(t.reference_code) for t in tasks]
     assert all(s != t.reference_code for s, t in zip(stubs, tasks, strict=True))

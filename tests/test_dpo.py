@@ -161,6 +161,7 @@ def test_dpo_stage_flags_are_checked_before_anything_runs(tmp_path):
     assert p.output_dir == str(ROOT / "outputs" / "dpo-tiny") and p.dpo_beta == 0.1
 
 
+@pytest.mark.slow
 def test_dpo_stage_trains_writes_an_adapter_and_resumes(rows, tasks, tmp_path, tiny_model_dir, capsys):
     import time
 

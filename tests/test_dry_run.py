@@ -311,6 +311,7 @@ def test_a_dry_run_never_clears_a_folder_it_did_not_write(tmp_path):
     assert not (prepare_dir(tmp_path / "dry-run") / "run").exists()
 
 
+@pytest.mark.slow
 def test_load_in_4bit_cli_refusals(tmp_path):
     """The command line refuses before anything runs, with ``train.py: MESSAGE`` and exit status 1."""
     for flags, key in ((["--load-in-4bit"], "cuda"), (["--load-in-4bit", "--use-vllm", "true"], "colocate")):

@@ -244,6 +244,7 @@ def test_repair_rounds_are_scored_per_round(tmp_path) -> None:
     assert eval_rounds_chart(load_eval(tmp_path / "plain")) is None
 
 
+@pytest.mark.slow
 def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
     """inference.py then eval.py, both run as scripts, on 4 bundled tasks with the tiny warm-started model."""
     if not BUNDLED.exists():
@@ -274,6 +275,7 @@ def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
     assert 0.0 <= summary["tiny"]["build_rate"] <= 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_notebook_form_in_the_browser(tmp_path) -> None:
     """``marimo run eval.py -- --tasks T --predictions A --predictions B``: the form opens filled from the command

@@ -144,6 +144,7 @@ def test_doctests() -> None:
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
+@pytest.mark.slow
 def test_a_test_that_never_ends_is_reported_as_a_timeout(verifier) -> None:
     code = ("pub fn spin(n: u64) -> u64 {\n    let mut i = n;\n    while i > 0 {\n        i = i.wrapping_add(2);\n"
             "    }\n    i\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn spins() {\n"

@@ -87,6 +87,7 @@ def test_feedback_turns_need_room_for_the_tool_answer():
         resolve_params(params_from_mapping({"preset": "tiny", "feedback-turns": -1}))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_tiny_run_with_feedback_turns_calls_the_tool(tmp_path):
     out = tmp_path / "run"

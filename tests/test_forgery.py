@@ -53,6 +53,7 @@ def test_corpus_covers_the_issue():
     assert {"unit", "integration", "main"} == {h.shape for _, h in CASES.values()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(CONTROLS)))
 def test_attack_earns_no_hidden_reward(reports, name):
     report = reports[name]

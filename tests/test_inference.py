@@ -300,6 +300,7 @@ def test_adapter_changes_outputs_and_merge_agrees(tiny, adapter, generator) -> N
     assert [g.text for g in merged.generate(prompts, GREEDY)] == lora
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
     """``marimo run inference.py -- --model M --tasks T``: greedy with n > 1 is refused under the form before the

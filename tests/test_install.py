@@ -7,6 +7,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

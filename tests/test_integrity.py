@@ -45,6 +45,7 @@ def reports():
     return out
 
 
+@pytest.mark.slow
 def test_corpus_covers_every_class():
     assert set(EXPECT.values()) == {"attack", "honest", "off_task", "partly_wrong"}
     assert {"abort_after_fake_report", "panic_hook_report", "macro_built_exit", "own_tests_forged",
@@ -52,6 +53,7 @@ def test_corpus_covers_every_class():
             "tailored_tests", "other_task", "read_own_binary", "include_host_file"} <= set(CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["direct", "batch"])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("name", sorted(n for n, e in EXPECT.items() if e == "attack"))
@@ -68,6 +70,7 @@ def test_attacks_earn_no_test_reward(reports, mode, shape, name):
         assert r.mismatched
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["direct", "batch"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_partly_wrong_solution_earns_nothing_for_its_tests(reports, mode, shape):
@@ -80,6 +83,7 @@ def test_a_partly_wrong_solution_earns_nothing_for_its_tests(reports, mode, shap
     assert rewards["hidden_test_reward"] == pytest.approx(2.0 * r.hidden_fraction)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["direct", "batch"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_an_answer_to_another_task_earns_nothing(reports, mode, shape):
@@ -88,6 +92,7 @@ def test_an_answer_to_another_task_earns_nothing(reports, mode, shape):
     assert set(rewards_from_report(r).values()) == {0.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["direct", "batch"])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("name", sorted(n for n, e in EXPECT.items() if e == "honest"))
@@ -100,18 +105,21 @@ def test_honest_answers_keep_full_marks(reports, mode, shape, name):
         ("reference", "mutant"), True, 1, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_batch_gives_every_member_its_verdict_alone(reports, shape):
     for name in CASES:
         assert reports[("batch", shape, name)].verdict() == reports[("direct", shape, name)].verdict(), name
 
 
+@pytest.mark.slow
 def test_batch_combined_the_honest_and_kept_entry_point_attributes_apart(reports):
     stats, reasons = reports["batch_stats"]
     assert stats["combined"] >= 4  # unit shape: the honest answers shared a binary with attacks that run code
     assert reasons.get("banned construct", 0) >= 3  # ctor_nested_cfg_attr, in every shape, never shares a binary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_without_reference_or_prompt_a_forged_comparison_is_still_a_hack(shape):
     """What is checked when a task gives neither: the always-equal type is flagged, the honest answer is not."""

@@ -382,6 +382,7 @@ def test_run_pipeline_manifest_without_verification(tmp_path):
     assert any("dedup: kept 5" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_script_end_to_end_with_real_verifier(tmp_path, tokenizer_dir):
     tasks = small_tasks()
     tasks[-1] = replace(tasks[-1], prompt="Double every number in a vector. " * 40)
@@ -418,6 +419,7 @@ def test_script_end_to_end_with_real_verifier(tmp_path, tokenizer_dir):
     assert [r["task_id"] for r in pq.read_table(out / "train.parquet").to_pylist()] == train_ids
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_notebook_form_in_the_browser(tmp_path):
     """``marimo run process_data.py``: defaults come from the command line, Process runs the pipeline,

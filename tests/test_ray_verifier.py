@@ -21,6 +21,8 @@ from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus, report_verdic
 from rust_rewards.verify.ray import RayExecutor, RayUnreachable, connect
 from rust_rewards.verify.verifier import Verifier
 
+pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
+
 ray = pytest.importorskip("ray")
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -280,6 +280,7 @@ def test_docs_pages_exist():
     assert wanted <= names, wanted - names
 
 
+@pytest.mark.slow
 def test_every_documented_command_exists_with_its_flags():
     commands = _documented_commands()
     # Enough commands were found for the check to mean something: every notebook, the CLI and the benchmarks.

@@ -121,6 +121,7 @@ def test_corpus_is_complete():
     assert expected <= {p.stem for p in CORPUS.glob("*.rs")}
 
 
+@pytest.mark.slow
 def test_every_case_ends_within_its_limits(outcome):
     # 13 cases on 2 workers; the slowest possible chain is a compile timeout plus run timeouts.
     assert outcome["elapsed"] < 2 * (COMPILE.wall_seconds + 2 * RUN.wall_seconds) + 30
@@ -129,6 +130,7 @@ def test_every_case_ends_within_its_limits(outcome):
         assert sum(report.durations.values()) < 3 * COMPILE.wall_seconds, (name, report.durations)
 
 
+@pytest.mark.slow
 def test_nothing_is_left_behind(outcome):
     assert outcome["leftover_processes"] == []
     assert outcome["leftover_files"] == []
@@ -136,6 +138,7 @@ def test_nothing_is_left_behind(outcome):
     assert outcome["secret_intact"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [
     "infinite_loop", "thread_storm", "process_storm", "huge_allocation", "huge_file", "flood_output",
     "exit_zero",
@@ -147,22 +150,26 @@ def test_misbehaving_tests_earn_no_test_reward(outcome, name):
     assert rewards_from_report(report)["test_reward"] == 0.0
 
 
+@pytest.mark.slow
 def test_infinite_loop_times_out(outcome):
     report = outcome["reports"]["infinite_loop"]
     assert "test" in report.timed_out
     assert report.durations["test"] < RUN.wall_seconds + 2
 
 
+@pytest.mark.slow
 def test_exit_zero_is_not_a_pass(outcome):
     report = outcome["reports"]["exit_zero"]
     assert "std::process::exit" in report.source.forbidden
     assert report.own_tests.passed == 0 and not report.tests_ok  # exited 0 before its seal ran
 
 
+@pytest.mark.slow
 def test_flood_output_is_capped(outcome):
     assert len(outcome["reports"]["flood_output"].test_output) <= 20_000
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not STRONG, reason="needs bwrap or root privilege dropping")
 @pytest.mark.parametrize("name", ["network_connect", "read_secret", "delete_canary"])
 def test_escapes_fail(outcome, name):
@@ -172,11 +179,13 @@ def test_escapes_fail(outcome, name):
     assert rewards_from_report(report)["test_reward"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not STRONG, reason="needs bwrap or root privilege dropping")
 def test_no_connection_reached_the_host(outcome):
     assert outcome["connections"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not STRONG, reason="needs bwrap or root privilege dropping")
 def test_include_outside_the_crate_does_not_compile(outcome):
     report = outcome["reports"]["include_outside"]
@@ -184,6 +193,7 @@ def test_include_outside_the_crate_does_not_compile(outcome):
     assert rewards_from_report(report)["build_reward"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["generic_recursion", "const_eval_loop"])
 def test_compile_time_blowups_fail_the_build(outcome, name):
     report = outcome["reports"][name]
@@ -192,6 +202,7 @@ def test_compile_time_blowups_fail_the_build(outcome, name):
     assert report.durations["build"] < COMPILE.wall_seconds + 2
 
 
+@pytest.mark.slow
 def test_isolation_layers_are_reported(outcome):
     layers = outcome["reports"]["infinite_loop"].isolation
     assert "wall-clock timeout" in layers and "rlimits" in layers
@@ -212,6 +223,7 @@ def test_unreachable_workdir_is_a_clear_error(tmp_path):
 
 # ---- infrastructure failures are decided from the sandbox's own signals ------------------------------------
 
+@pytest.mark.slow
 def test_fake_sandbox_messages_from_tests_are_test_failures(outcome):
     # Its tests write "bwrap: ..." to stderr, past libtest's capture, then panic or exit(127).
     report = outcome["reports"]["infra_fake_bwrap_message"]

@@ -18,6 +18,8 @@ from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.resolve import resolve_params
 
+pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
+
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 ADD = Task("add", "Write `pub fn add(a: i32, b: i32) -> i32`.", "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}",

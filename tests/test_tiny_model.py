@@ -44,6 +44,7 @@ def tiny(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
+@pytest.mark.slow
 def test_files_and_shape(tiny):
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", MARKER):
         assert (tiny / name).is_file(), name
@@ -180,6 +181,7 @@ def test_train_warm_start_lowers_the_loss(tiny):
     assert not model.training
 
 
+@pytest.mark.slow
 def test_warm_started_model_writes_rust_that_cargo_judges(tiny):
     """Sampled like GRPO does (temperature 1, 64 new tokens): most answers hold a ```rust block, and cargo
     accepts some of them and rejects others, so the rewards of a tiny training run vary."""

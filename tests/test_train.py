@@ -43,6 +43,8 @@ from rust_rewards.train.trainers import build_trainer, task_reports
 from rust_rewards.train.trl_configs import grpo_config
 from rust_rewards.verify.verifier import Verifier
 
+pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
+
 ROOT = Path(__file__).resolve().parent.parent
 REWARD_NAMES = [f.__name__ for f in REWARD_FUNCS]
 FLAT_KEYS = list(Report(has_code=False).flat())

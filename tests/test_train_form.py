@@ -295,6 +295,7 @@ def kill_job(job) -> None:
         job.process.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_start_job_runs_in_its_own_process_and_stops_cleanly(tmp_path, tasks_file, tiny_model_dir):
     """Stop pressed once step 1 is logged: the process ends with exit 0 after the step in progress, with its
     checkpoint and the adapter; the log says so. (Tiny steps take under a second: many steps of margin.)"""
@@ -327,6 +328,7 @@ def test_start_job_runs_in_its_own_process_and_stops_cleanly(tmp_path, tasks_fil
         kill_job(job)
 
 
+@pytest.mark.slow
 def test_stop_pressed_while_the_job_starts_is_kept(tmp_path, tasks_file, tiny_model_dir):
     out = tmp_path / "job"
     job = start_job(tiny_run(out, tasks_file, tiny_model_dir, max_steps=3))

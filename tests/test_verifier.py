@@ -201,6 +201,7 @@ mod tests {
 
 # ---- the two modes agree, and agree with the naive published way ------------------------------------------------
 
+@pytest.mark.slow
 def test_direct_and_cargo_modes_agree_on_corpus(verifier, cargo_verifier):
     corpus = load_corpus(DEFAULT_CORPUS)
     texts = [t for _n, t in corpus]
@@ -223,6 +224,7 @@ def test_naive_published_scoring_agrees_on_a_sample():
 
 # ---- batching, cache, async ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_grpo_batch_dedups_and_caches():
     corpus = load_corpus(DEFAULT_CORPUS)
     batch = [t for _n, t in grpo_batch(corpus)]

@@ -332,6 +332,7 @@ def _script(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=180, check=False)
 
 
+@pytest.mark.slow
 def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
     done = _script("--run", str(run_dir))
     assert done.returncode == 0, done.stderr
