@@ -28,6 +28,14 @@ CHECKPOINT_GLOB = "checkpoint-*"
 SUMMARY_FILE = "summary.json"
 RESULTS_FILE = "results.parquet"
 
+TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/*.parquet",
+              "qwen3-rust-finetune/processed*/*.parquet")
+"""Task files the forms offer (relative to the workspace): the task sets and what process_data.py wrote."""
+MODEL_DIRS = ("outputs/tiny-model*/",)
+"""Local model folders the train form offers."""
+ADAPTER_DIRS = (f"outputs/*/{ADAPTER_DIR}/", f"outputs/*/{CHECKPOINT_GLOB}/")
+"""Adapters the forms offer: finished runs' and their checkpoints'."""
+
 
 def step_file_name(step: int) -> str:
     """``step_000012.parquet`` for step 12."""

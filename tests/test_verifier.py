@@ -380,3 +380,25 @@ def test_reward_and_crate_docstring_examples_hold():
     for module in (rewards, crate):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_reward_functions_use_the_verifier_they_are_given_and_pickle_without_it():
+    import pickle
+
+    from rust_rewards.rewards import reward_functions
+
+    verifier = Verifier(workers=1)
+    completion = "```rust\npub fn one() -> i32 { 1 }\n```"
+    try:
+        build, clippy = reward_functions(verifier, ["build_reward", "clippy_reward"])
+        assert (build.__name__, clippy.__name__) == ("build_reward", "clippy_reward")
+        assert build([completion]) == [1.0] and clippy([completion]) == [1.0]
+        assert (verifier.stats["verified"], verifier.stats["cache_hits"]) == (1, 1)  # one verification for both
+        [hidden] = reward_functions(verifier, ["hidden_test_reward"], asynchronous=True)
+        assert asyncio.run(hidden([completion])) == [None] and verifier.stats["cache_hits"] == 2
+        copy = pickle.loads(pickle.dumps(build))
+        assert (copy.name, copy.__name__, copy.verifier) == ("build_reward", "build_reward", None)
+    finally:
+        verifier.close()
+    with pytest.raises(ValueError, match="unknown reward 'speed_reward'"):
+        reward_functions(None, ["speed_reward"])

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
+from rust_rewards.layout import TASK_FILES
 from rust_rewards.params import fill_params, param
 from rust_rewards.prompts import chat_messages
 from rust_rewards.tasks import TASK_COLUMNS, Task
@@ -36,9 +37,6 @@ PROCESSED_DIR = "qwen3-rust-finetune/processed"
 TRAIN_FILE = "train.parquet"
 EVAL_FILE = "eval.parquet"
 MANIFEST_FILE = "manifest.json"
-TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/*.parquet",
-              "qwen3-rust-finetune/processed*/*.parquet")
-"""Task files a form offers (relative to the repository): task sets and what this pipeline wrote."""
 TASK_SCHEMA = pa.schema(
     [(name, pa.bool_() if name == "test_release" else pa.string()) for name in TASK_COLUMNS]
 )

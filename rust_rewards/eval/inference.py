@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR, TASK_FILES
+from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
 from rust_rewards.eval.generation import (
     BACKENDS,
     SamplingParams,
@@ -23,14 +23,13 @@ from rust_rewards.eval.generation import (
     run_columns,
     vllm_available,
 )
-from rust_rewards.layout import ADAPTER_DIR, CHECKPOINT_GLOB
+from rust_rewards.layout import ADAPTER_DIRS, TASK_FILES
 from rust_rewards.params import param
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
 from rust_rewards.tasks import Task
 
 log = logging.getLogger("inference")  # named after the notebook, whose script lines it writes
 BACKEND_CHOICES = ("auto", *BACKENDS)
-ADAPTER_DIRS = (f"outputs/*/{ADAPTER_DIR}/", f"outputs/*/{CHECKPOINT_GLOB}/")
 """Adapter folders a form offers (relative to the repository): training runs' final adapters and checkpoints."""
 PREDICTIONS_DIR = "qwen3-rust-finetune/predictions"
 

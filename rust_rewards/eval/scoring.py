@@ -15,9 +15,9 @@ import pandas as pd
 
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR, TASK_FILES
+from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
 from rust_rewards.eval.metrics import ModelSummary, summarize
-from rust_rewards.layout import RESULTS_FILE, SUMMARY_FILE, EvalFolder
+from rust_rewards.layout import RESULTS_FILE, SUMMARY_FILE, TASK_FILES, EvalFolder
 from rust_rewards.params import param
 from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import BACKENDS, verifier_for

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from rust_rewards.layout import ADAPTER_DIRS, MODEL_DIRS, TASK_FILES
 from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
 from rust_rewards.rewards import REWARD_FUNCS
@@ -34,9 +35,6 @@ LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine
 """transformers' schedulers that need no extra arguments."""
 REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)
 RUN_DIRS = ("outputs/*/", "outputs/*/run/")
-MODEL_DIRS = ("outputs/tiny-model*/",)
-ADAPTER_DIRS = ("outputs/*/adapter/", "outputs/*/checkpoint-*/")
-TASK_FILES = ("qwen3-rust-finetune/*.jsonl", "qwen3-rust-finetune/**/*.parquet")
 
 
 @dataclasses.dataclass
