@@ -45,8 +45,9 @@ class Executor(Protocol):
     def preflight(self) -> None:
         """Raise at once when nothing could be verified (no toolchain, bad workdir)."""
 
-    def run(self, items: Sequence[Item]) -> list[Future[Report]]:
-        """Start verifying distinct items; one future per item, in order."""
+    def run(self, items: Sequence[Item], together: bool = True) -> list[Future[Report]]:
+        """Start verifying distinct items; one future per item, in order (``together``: batch mode may combine
+        them; a single ``Verifier.submit`` takes the direct path)."""
 
     def close(self) -> None:
         """Finish running work and release workers."""
@@ -85,8 +86,8 @@ class LocalExecutor:
         find_toolchain()
         check_workdir(self.config.workdir or tempfile.gettempdir())
 
-    def run(self, items: Sequence[Item]) -> list[Future[Report]]:
-        if self.config.mode != "batch":
+    def run(self, items: Sequence[Item], together: bool = True) -> list[Future[Report]]:
+        if self.config.mode != "batch" or not together:
             return [self._pool.submit(self._with_slot, code, hidden) for code, hidden in items]
         futures: list[Future[Report]] = []
         share: list[tuple[str, HiddenTests | None, Future[Report]]] = []

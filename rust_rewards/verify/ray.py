@@ -150,7 +150,8 @@ class RayExecutor:
     def preflight(self) -> None:
         """Nothing to check here: the workers verify on their own nodes (this one may have no Rust)."""
 
-    def run(self, items: Sequence[Item]) -> list[Future[Report]]:
+    def run(self, items: Sequence[Item], together: bool = True) -> list[Future[Report]]:
+        """Batches go to the actors as they come (an actor's ``LocalExecutor`` combines them in batch mode)."""
         requests = [_Request(code, hidden) for code, hidden in items]
         self._enqueue(requests)
         return [r.future for r in requests]

@@ -64,7 +64,7 @@ class Verifier:
 
     def submit(self, completion: Any, hidden: HiddenTests | None = None, raw_code: bool = False) -> Future[Report]:
         """Start (or join) the verification of one completion and return its future."""
-        return self.submit_many([completion], [hidden], raw_code)[0]
+        return self._submit([completion], [hidden], raw_code, together=False)[0]
 
     def submit_many(self, completions: Sequence[Any], hidden: Sequence[HiddenTests | None],
                     raw_code: bool = False) -> list[Future[Report]]:
@@ -73,6 +73,10 @@ class Verifier:
         Cached and in-flight code is joined; the distinct rest goes to the executor in one call (in batch mode
         it verifies them together in shares).
         """
+        return self._submit(completions, hidden, raw_code, together=True)
+
+    def _submit(self, completions: Sequence[Any], hidden: Sequence[HiddenTests | None], raw_code: bool,
+                together: bool) -> list[Future[Report]]:
         codes = [c if raw_code else extract_rust(c) for c in completions]
         futures: list[Future[Report]] = []
         fresh: list[tuple[str, HiddenTests | None, str, Future[Report]]] = []
@@ -96,14 +100,14 @@ class Verifier:
                     fresh.append((code, h, key, future))
                     futures.append(future)
         if fresh:
-            self._start(fresh)
+            self._start(fresh, together)
         return futures
 
-    def _start(self, fresh: list[tuple[str, HiddenTests | None, str, Future[Report]]]) -> None:
+    def _start(self, fresh: list[tuple[str, HiddenTests | None, str, Future[Report]]], together: bool) -> None:
         try:
             if any(code.strip() for code, *_ in fresh):
                 self.executor.preflight()
-            started = self.executor.run([(code, h) for code, h, _, _ in fresh])
+            started = self.executor.run([(code, h) for code, h, _, _ in fresh], together)
         except BaseException:
             with self._lock:  # nothing was queued: the next request tries again
                 for _, _, key, _ in fresh:
