@@ -22,7 +22,7 @@ TEST_SHAPES = ("unit", "integration", "main", "none")
 
 TASK_COLUMNS = (
     "task_id", "prompt", "reference_code", "reference_tests", "test_shape",
-    "crate_name", "edition", "extra_files", "test_release", "source",
+    "crate_name", "edition", "extra_files", "test_release", "source", "difficulty",
 )
 
 REWARD_COLUMNS = ("task_id", "reference_tests", "test_shape", "crate_name", "edition", "extra_files", "test_release",
@@ -77,6 +77,7 @@ class Task:
     extra_files: dict[str, str] = field(default_factory=dict)
     test_release: bool = False
     source: str = ""
+    difficulty: str = ""
 
     def hidden_tests(self) -> HiddenTests | None:
         """The verifier's view of this task's reference tests, or None when it has none."""
@@ -104,6 +105,7 @@ class Task:
             extra_files=dict(extra),
             test_release=bool(row.get("test_release") or False),
             source=str(row.get("source") or ""),
+            difficulty=str(row.get("difficulty") or ""),
         )
 
 

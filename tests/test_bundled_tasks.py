@@ -1,4 +1,5 @@
-"""The bundled task set: schema checks, then every reference verified with real cargo by the project's verifier.
+"""The shipped task sets (bundled and easy): schema checks, then every reference verified with real cargo by the
+project's verifier.
 
 Each reference solution must build, be clippy-clean and pass its hidden tests; the same code with every
 ``fn`` body replaced by ``todo!()`` must still build and fail every hidden test (so the tests really call
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,25 +19,52 @@ import pytest
 from rust_rewards.rust.lexer import tokenize
 from rust_rewards.tasks import TASK_COLUMNS, Task
 
-BUNDLED = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+FOLDER = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune"
 SHAPES = ("unit", "integration", "main")
 NON_EMPTY = ("task_id", "prompt", "reference_code", "reference_tests", "test_shape", "crate_name", "edition",
-             "source")
+             "source", "difficulty")
 
 
-def load_rows() -> list[dict]:
+@dataclass(frozen=True)
+class TaskSet:
+    """One shipped task file and what its rows must say."""
+
+    file: str
+    source: str
+    difficulty: str
+    id_pattern: str
+    min_rows: int
+    shapes: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return self.file
+
+
+TASK_SETS = (
+    TaskSet("bundled_tasks.jsonl", "bundled", "standard", r"rr-\d{3}-[a-z0-9-]+", 60, SHAPES),
+    TaskSet("easy_tasks.jsonl", "bundled-easy", "easy", r"ez-\d{3}-[a-z0-9-]+", 50, ("unit",)),
+)
+
+
+def load_rows(task_set: TaskSet) -> list[dict]:
+    path = FOLDER / task_set.file
     rows = []
-    for number, line in enumerate(BUNDLED.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise AssertionError(f"{BUNDLED}:{number}: not JSON: {exc}") from exc
+            raise AssertionError(f"{path}:{number}: not JSON: {exc}") from exc
     return rows
 
 
+@pytest.fixture(scope="module", params=TASK_SETS, ids=str)
+def task_set(request) -> TaskSet:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def tasks() -> list[Task]:
-    return [Task.from_row(row) for row in load_rows()]
+def tasks(task_set) -> list[Task]:
+    return [Task.from_row(row) for row in load_rows(task_set)]
 
 
 def stub_bodies(code: str) -> str:
@@ -91,27 +120,36 @@ def test_stub_bodies_keeps_signatures_and_ignores_braces_in_literals():
     assert stubbed.count("todo!()") == 3
 
 
-def test_rows_have_the_canonical_schema():
-    rows = load_rows()
-    assert len(rows) >= 60, f"only {len(rows)} bundled tasks"
+def test_rows_have_the_canonical_schema(task_set):
+    rows = load_rows(task_set)
+    assert len(rows) >= task_set.min_rows, f"only {len(rows)} tasks in {task_set}"
     for row in rows:
         assert tuple(row) == TASK_COLUMNS, f"{row.get('task_id')}: columns {tuple(row)}"
         for key in NON_EMPTY:
             assert isinstance(row[key], str) and row[key].strip(), f"{row['task_id']}: empty {key}"
-        assert row["test_shape"] in SHAPES, f"{row['task_id']}: test_shape {row['test_shape']!r}"
-        assert (row["crate_name"], row["edition"], row["source"]) == ("solution", "2021", "bundled"), row["task_id"]
+        assert row["test_shape"] in task_set.shapes, f"{row['task_id']}: test_shape {row['test_shape']!r}"
+        assert (row["crate_name"], row["edition"], row["source"], row["difficulty"]) == (
+            "solution", "2021", task_set.source, task_set.difficulty), row["task_id"]
         assert json.loads(row["extra_files"]) == {}, row["task_id"]
         assert row["test_release"] is False, row["task_id"]
     ids = [row["task_id"] for row in rows]
     duplicates = [i for i, n in Counter(ids).items() if n > 1]
     assert not duplicates, f"duplicate task ids: {duplicates}"
-    assert all(re.fullmatch(r"rr-\d{3}-[a-z0-9-]+", i) for i in ids), ids
+    assert all(re.fullmatch(task_set.id_pattern, i) for i in ids), ids
+    prompts = [" ".join(row["prompt"].lower().split()) for row in rows]
+    assert len(set(prompts)) == len(prompts), "duplicate prompts"
 
 
-def test_every_shape_is_represented(tasks):
-    shapes = Counter(t.test_shape for t in tasks)
+def test_bundled_set_covers_every_shape():
+    shapes = Counter(row["test_shape"] for row in load_rows(TASK_SETS[0]))
     assert set(shapes) == set(SHAPES), shapes
     assert shapes["integration"] >= 5 and shapes["main"] >= 5, shapes
+
+
+def test_task_sets_share_no_task_or_prompt():
+    rows = [row for task_set in TASK_SETS for row in load_rows(task_set)]
+    assert len({row["task_id"] for row in rows}) == len(rows)
+    assert len({row["prompt"] for row in rows}) == len(rows)
 
 
 def test_tests_match_their_shape(tasks):

@@ -37,15 +37,15 @@ def test_wheel_install_runs_the_cli_outside_the_checkout(tmp_path):
     probe = ("import importlib, json, pkgutil, rust_rewards\n"
              "for room in pkgutil.walk_packages(rust_rewards.__path__, 'rust_rewards.'):\n"
              "    importlib.import_module(room.name)\n"
-             "from rust_rewards.data.bundled import BUNDLED_TASKS\n"
+             "from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS\n"
              "from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus\n"
              "from rust_rewards.data.importers import load_tasks\n"
              "print(json.dumps([rust_rewards.__file__, len(load_tasks(str(BUNDLED_TASKS))),"
-             " len(load_corpus(DEFAULT_CORPUS))]))\n")
+             " len(load_tasks(str(EASY_TASKS))), len(load_corpus(DEFAULT_CORPUS))]))\n")
     out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=work)
     assert out.returncode == 0, out.stderr
-    location, tasks, corpus = json.loads(out.stdout)
-    assert location.startswith(str(site)) and tasks == 70 and corpus == 24
+    location, tasks, easy, corpus = json.loads(out.stdout)
+    assert location.startswith(str(site)) and (tasks, easy, corpus) == (70, 60, 24)
     check = subprocess.run([str(python), "-m", "rust_rewards", "check", "one.rs"], capture_output=True, text=True,
                            cwd=work)
     assert check.returncode == 0, check.stderr

@@ -1,4 +1,4 @@
-"""Worker pools of any size: usable CPUs from affinity and cgroup quotas, and one sandbox uid per slot."""
+"""Worker pools of any size: usable CPUs from affinity and cgroup quotas, one sandbox uid per slot; malloc settings."""
 
 import os
 import shutil
@@ -124,3 +124,27 @@ def test_a_pool_of_200_workers_verifies_on_its_high_slots():
     assert not reports["type_error"].build_ok and "E0308" in reports["type_error"].error_codes
     assert reports["clippy"].tests_ok and not reports["clippy"].clippy_ok
     assert "needless_return" in reports["clippy"].clippy_warnings
+
+
+RSS_AFTER_FREE = """
+import sys
+from rust_rewards.cpus import keep_freed_memory
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+block = bytearray(256 << 20)
+block[::4096] = b"x" * len(block[::4096])
+del block
+rss = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:"))
+print(rss // 1024)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_keep_freed_memory_keeps_a_freed_block_for_reuse():
+    def rss_mib(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", RSS_AFTER_FREE, mode], capture_output=True, text=True,
+                             check=True)
+        return int(out.stdout)
+
+    # glibc by default serves a 256 MiB block by mmap and unmaps it on free; kept, it stays resident for reuse
+    assert rss_mib("default") < 200 <= rss_mib("keep")

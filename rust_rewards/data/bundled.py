@@ -1,6 +1,11 @@
-"""The bundled task set shipped with the package (also at ``qwen3-rust-finetune/bundled_tasks.jsonl`` in a checkout)."""
+"""The task sets shipped with the package (also under ``qwen3-rust-finetune/`` in a checkout)."""
 
 from pathlib import Path
 
 BUNDLED_TASKS = Path(__file__).with_name("bundled_tasks.jsonl")
-"""70 std-only tasks with verified references and hidden tests (the training and eval data of the docs)."""
+"""70 std-only tasks with verified references and hidden tests (the training and eval data of the docs);
+difficulty ``standard``."""
+
+EASY_TASKS = Path(__file__).with_name("easy_tasks.jsonl")
+"""60 one-function std-only tasks (difficulty ``easy``) for models too small for the bundled set, such as
+SmolLM2-135M: the held-out split where learning on CPU can show."""

@@ -222,6 +222,7 @@ def map_canonical(row: Mapping[str, Any], *, index: int, label: str) -> Task:
         extra_files=_files(row, "extra_files"),
         test_release=_flag(row, "test_release"),
         source=_text(row, "source") or label,
+        difficulty=_text(row, "difficulty"),
     )
 
 
