@@ -1,18 +1,19 @@
-"""Does the batch verifier lower `reward_share` in training? The tiny preset in `direct` and `batch` mode, side by side.
+"""Does the batch verifier lower `reward_share` in training? A preset in `direct` and `batch` mode, side by side.
 
-    .venv/bin/python benchmarks/batch_training.py [--tasks bundled|exemplar] [--temperature 1.0] [--max-steps 8]
-        [--repeats 1] [--out outputs/batch-training] [-- TRAIN.PY FLAGS...]
+    .venv/bin/python benchmarks/batch_training.py [--preset tiny|smollm2-cpu] [--tasks bundled|easy|exemplar]
+        [--temperature 1.0] [--max-steps 8] [--repeats 1] [--out outputs/batch-training] [-- TRAIN.PY FLAGS...]
 
-Runs `train.py --preset tiny --verifier-mode direct|batch` with the same seed (modes interleaved per repeat) and
+Runs `train.py --preset PRESET --verifier-mode direct|batch` with the same seed (modes interleaved per repeat) and
 prints each mode's mean `reward_share` and reward time per step, and whether every step's rewards were identical.
 Flags after `--` go to both train.py runs (e.g. `-- --per-device-train-batch-size 32` for the real preset's 4
 prompts x 8 generations per step).
 
-`--tasks bundled` trains on the bundled tasks, as `train.py --preset tiny` does. The tiny model answers them with
-one of its warm-start programs whatever the task, so almost nothing compiles against their hidden tests and there
-is little to combine. `--tasks exemplar` trains on one task per built-in warm-start program
-(`tiny_model.BUILTIN_EXEMPLARS`: its prompt, its code as the reference, its assertion as the hidden test), the only
-tasks the tiny model answers with code that compiles against the hidden tests: a stand-in for a model whose
+`--tasks bundled` trains on the bundled tasks, as `train.py --preset tiny` does; `--tasks easy` on the easy tier
+(what `smollm2-cpu` learns on: `-- --init-adapter SFT_RUN/adapter` starts from a supervised adapter). The tiny model
+answers the bundled tasks with one of its warm-start programs whatever the task, so almost nothing compiles against
+their hidden tests and there is little to combine. `--tasks exemplar` trains on one task per built-in warm-start
+program (`tiny_model.BUILTIN_EXEMPLARS`: its prompt, its code as the reference, its assertion as the hidden test),
+the only tasks the tiny model answers with code that compiles against the hidden tests: a stand-in for a model whose
 completions mostly compile. `benchmarks/replay_verify.py OUT/direct` says, per completion, what was combined.
 """
 
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rust_rewards.atomic import write_text_atomic  # noqa: E402
+from rust_rewards.data.bundled import EASY_TASKS  # noqa: E402
 from rust_rewards.train.tiny_model import BUILTIN_EXEMPLARS  # noqa: E402
 
 MODES = ("direct", "batch")
@@ -47,7 +49,7 @@ def exemplar_tasks() -> str:
 
 def _train(out: Path, mode: str, data: str | None, args: argparse.Namespace, extra: list[str]) -> list[dict]:
     run = out / mode
-    cmd = [sys.executable, "train.py", "--preset", "tiny", "--verifier-mode", mode, "--output-dir", str(run),
+    cmd = [sys.executable, "train.py", "--preset", args.preset, "--verifier-mode", mode, "--output-dir", str(run),
            "--resume", "no", "--max-steps", str(args.max_steps), "--temperature", str(args.temperature)]
     if data:
         cmd += ["--data", data]
@@ -62,7 +64,8 @@ def _train(out: Path, mode: str, data: str | None, args: argparse.Namespace, ext
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", choices=("bundled", "exemplar"), default="bundled")
+    parser.add_argument("--preset", choices=("tiny", "smollm2-cpu"), default="tiny")
+    parser.add_argument("--tasks", choices=("bundled", "easy", "exemplar"), default="bundled")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=1)
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     args, extra = parser.parse_args(argv[:split]), argv[split + 1 :]
     args.out.mkdir(parents=True, exist_ok=True)
-    data = None
+    data = str(EASY_TASKS) if args.tasks == "easy" else None
     if args.tasks == "exemplar":
         data = str(args.out / "exemplar_tasks.jsonl")
         write_text_atomic(exemplar_tasks(), data)
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             share[mode].append(statistics.mean(r["reward_share"] for r in rows))
             seconds[mode].append(statistics.mean(r["reward_time"] for r in rows))
             rewards[mode] = [round(r["reward"], 6) for r in rows]
-    print(f"tiny preset, {args.tasks} tasks, temperature {args.temperature}, {args.max_steps} steps "
+    print(f"{args.preset} preset, {args.tasks} tasks, temperature {args.temperature}, {args.max_steps} steps "
           f"{' '.join(extra)}, medians of {args.repeats}")
     for mode in MODES:
         print(f"{mode:>6}: reward_share {statistics.median(share[mode]):.3f}  "

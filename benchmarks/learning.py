@@ -1,16 +1,24 @@
-"""Does GRPO with our rewards make a model better? Before/after on the tiny model, measured with our own tools.
+"""Does training with our rewards make a model better? Base, SFT and SFT+GRPO on held-out tasks, measured with our
+own tools.
 
-    .venv/bin/python benchmarks/learning.py [--steps 100] [--n 8] [--tasks 20] [--out outputs/learning]
+    .venv/bin/python benchmarks/learning.py [--preset tiny|smollm2-cpu] [--task-file FILE] [--sft-steps 0]
+        [--steps 100] [--n 8] [--tasks 20] [--splits train,held-out] [--max-new-tokens 128] [--out outputs/learning]
 
-1. Build (or reuse) the warm-started tiny model and split the bundled tasks into a training split and a held-out
-   split (by a hash of seed and task id).
+1. Split the task file (default: the bundled tasks for `tiny`, the easy tier for `smollm2-cpu`) into a training
+   split and a held-out split by a hash of seed and task id; the tiny preset builds (or reuses) its warm-started
+   model first.
 2. Sample ``--n`` completions per task with ``inference.py`` (the training temperature, fixed seed) on ``--tasks``
-   tasks of each split, and score them with ``eval.py``.
-3. Train the tiny preset on the training split with ``train.py`` for ``--steps`` steps (its reward curve lands in
-   ``OUT/run/metrics.jsonl``: ``marimo run viz.py -- --run OUT/run``).
-4. Sample and score the trained adapter the same way, and print per split and metric (build, clippy, own tests,
-   hidden pass@1) the before/after rates with 95% Wilson intervals over completions, and the paired difference over
-   tasks (mean of per-task differences with a 95% bootstrap interval; tasks better / same / worse).
+   tasks of each split in ``--splits``, and score them with ``eval.py``: the ``base`` model.
+3. With ``--sft-steps N``: ``train.py --stage sft`` on the training split's verified references, then sample and
+   score its adapter (``sft``).
+4. ``train.py`` (GRPO, the preset's settings) for ``--steps`` steps on the training split, from the SFT adapter if
+   there is one (``--init-adapter``); its reward curve lands in ``OUT/grpo/metrics.jsonl`` (``marimo run viz.py --
+   --run OUT/grpo``). Sample and score it (``grpo``).
+5. Print per split and metric (build, clippy, own tests, hidden pass@1) each model's rate with a 95% Wilson
+   interval over completions, the paired difference of each stage over the one before it (mean of per-task
+   differences with a 95% bootstrap interval over tasks; tasks better / same / worse), why GRPO had or lacked
+   signal (groups whose rewards were all equal, clipped completions, reward spread, KL when ``--beta`` > 0), and
+   the wall time of every step.
 """
 
 from __future__ import annotations
@@ -29,18 +37,22 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS  # noqa: E402
 from rust_rewards.data.importers import load_tasks  # noqa: E402
 from rust_rewards.eval.metrics import wilson_interval  # noqa: E402
 from rust_rewards.rewards import MAX_TOTAL  # noqa: E402
+from rust_rewards.train.config import preset_params  # noqa: E402
 
-TASKS = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 METRICS = {"build": "build_ok", "clippy": "clippy_ok", "own tests": "tests_ok", "hidden pass@1": "hidden_ok"}
+PRESETS = {"tiny": BUNDLED_TASKS, "smollm2-cpu": EASY_TASKS}
+"""The presets this protocol runs, with their default task file."""
+SPLITS = ("train", "held-out")
 
 
-def split(seed: int, held_out: float = 0.3) -> dict[str, list[dict]]:
-    """Bundled task rows by split; a task's split depends only on the seed and its id."""
-    out: dict[str, list[dict]] = {"train": [], "held-out": []}
-    for task in load_tasks(TASKS):
+def split(task_file: Path, seed: int, held_out: float = 0.3) -> dict[str, list[dict]]:
+    """Task rows by split; a task's split depends only on the seed and its id."""
+    out: dict[str, list[dict]] = {name: [] for name in SPLITS}
+    for task in load_tasks(str(task_file)):
         digest = hashlib.sha256(f"{seed}:{task.task_id}".encode()).digest()
         out["held-out" if digest[0] < held_out * 256 else "train"].append(task.to_row())
     return out
@@ -67,57 +79,97 @@ def paired(before: pd.Series, after: pd.Series, rng: np.random.Generator) -> tup
     return float(diff.mean()), float(low), float(high), counts
 
 
-def report(results: pd.DataFrame, label: str, seed: int) -> list[str]:
+def report(results: pd.DataFrame, models: list[str], label: str, seed: int) -> list[str]:
+    """A markdown table: each model's rate per metric, then each stage's paired difference over the one before."""
     rng = np.random.default_rng(seed)
+    steps = list(zip(models, models[1:], strict=False))
     lines = [f"\n{label}: {results['task_id'].nunique()} tasks x {results.groupby(['model', 'task_id']).size().max()} "
-             "samples per model", "| metric | before | after | paired diff over tasks [95% CI] | tasks +/=/- |",
-             "|---|---|---|---|---|"]
+             "samples per model",
+             "| metric | " + " | ".join(models) + " | "
+             + " | ".join(f"{b} - {a} over tasks [95% CI], tasks +/=/-" for a, b in steps) + " |",
+             "|---" * (1 + len(models) + len(steps)) + "|"]
     for name, column in METRICS.items():
         rows = results[results[column].notna()]
         if rows.empty:
             continue
         cells = []
-        for model in ("before", "after"):
+        for model in models:
             ok = rows[rows["model"] == model][column].astype(bool)
             low, high = wilson_interval(int(ok.sum()), len(ok))
-            cells.append(f"{ok.mean():.1%} [{low:.1%}, {high:.1%}] (n={len(ok)})")
+            cells.append(f"{int(ok.sum())}/{len(ok)} = {ok.mean():.1%} [{low:.1%}, {high:.1%}]")
         per_task = rows.assign(ok=rows[column].astype(float)).pivot_table(index="task_id", columns="model",
                                                                           values="ok", aggfunc="mean")
-        mean, low, high, counts = paired(per_task["before"], per_task["after"], rng)
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {mean:+.1%} [{low:+.1%}, {high:+.1%}] | {counts} |")
+        for a, b in steps:
+            mean, low, high, counts = paired(per_task[a], per_task[b], rng)
+            cells.append(f"{mean:+.1%} [{low:+.1%}, {high:+.1%}], {counts}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
 
-def reward_curve(metrics_file: Path, window: int = 10) -> str:
+def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
+    """The reward curve and why GRPO had (or lacked) a learning signal, from the run's ``metrics.jsonl``."""
     rows = [json.loads(line) for line in metrics_file.read_text().splitlines()]
-    rewards = [r["reward"] for r in rows if r.get("reward") is not None]
-    first, last = np.mean(rewards[:window]), np.mean(rewards[-window:])
-    return (f"reward curve: {len(rewards)} steps, mean of the first {window} steps {first:.2f}, of the last {window} "
-            f"{last:.2f} (max {MAX_TOTAL}); per-step values in {metrics_file}")
+    rows = [r for r in rows if r.get("reward") is not None]
+    if not rows:
+        return [f"no GRPO step logged in {metrics_file}"]
+
+    def mean(key: str, part: list[dict]) -> float:
+        values = [r[key] for r in part if r.get(key) is not None]
+        return float(np.mean(values)) if values else float("nan")
+
+    window = max(1, min(window, len(rows) // 2 or 1))
+    first, last = rows[:window], rows[-window:]
+    lines = [f"GRPO: {len(rows)} steps; mean over the first {window} steps -> the last {window} (max reward "
+             f"{MAX_TOTAL}):"]
+    for label, key in (("reward", "reward"), ("reward std within groups", "reward_std"),
+                       ("groups with all-equal rewards (zero advantage)", "frac_reward_zero_std"),
+                       ("completions cut at the length limit", "completions/clipped_ratio"),
+                       ("completion length (tokens)", "completions/mean_length"),
+                       ("hidden_test_reward", "rewards/hidden_test_reward/mean"),
+                       ("build_reward", "rewards/build_reward/mean"), ("kl", "kl"), ("entropy", "entropy"),
+                       ("seconds per step", "step_time"), ("reward_share", "reward_share")):
+        if any(r.get(key) is not None for r in rows):
+            lines.append(f"  {label}: {mean(key, first):.3f} -> {mean(key, last):.3f}")
+    lines.append(f"  per-step values: {metrics_file}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--preset", choices=tuple(PRESETS), default="tiny")
+    parser.add_argument("--task-file", default="", help="tasks to split (default: the preset's task set)")
+    parser.add_argument("--sft-steps", type=int, default=0, help="supervised steps before GRPO (0: no SFT stage)")
+    parser.add_argument("--steps", type=int, default=100, help="GRPO steps")
     parser.add_argument("--n", type=int, default=8, help="samples per task")
     parser.add_argument("--tasks", type=int, default=20, help="tasks evaluated per split")
+    parser.add_argument("--splits", default=",".join(SPLITS), help="splits to evaluate, comma-separated")
     parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-new-tokens", type=int, default=128, help="sampling and GRPO completion length")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--model", default="outputs/tiny-model")
+    parser.add_argument("--model", default="", help="base model (default: the preset's)")
     parser.add_argument("--out", default="outputs/learning")
-    parser.add_argument("--train-args", default="", help="extra train.py flags, e.g. '--lr 1e-3'")
+    parser.add_argument("--train-args", default="", help="extra train.py flags for GRPO, e.g. '--lr 1e-3'")
+    parser.add_argument("--sft-args", default="", help="extra train.py flags for SFT, e.g. '--lr 2e-4'")
     args = parser.parse_args(argv)
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    from rust_rewards.train.tiny_model import build_tiny_model
+    model = args.model or preset_params(args.preset).model
+    if args.preset == "tiny":
+        from rust_rewards.train.tiny_model import build_tiny_model
 
-    model = str(build_tiny_model(ROOT / args.model))
-    splits = split(args.seed)
+        model = str(build_tiny_model(ROOT / model))
+    task_file = Path(args.task_file) if args.task_file else PRESETS[args.preset]
+    splits = split(task_file, args.seed)
+    evaluated = [name for name in args.splits.split(",") if name]
+    if unknown := set(evaluated) - set(SPLITS):
+        parser.error(f"--splits: unknown {sorted(unknown)}; choose from {SPLITS}")
     train_file = write_jsonl(splits["train"], out / "train_tasks.jsonl")
-    eval_files = {name: write_jsonl(rows[: args.tasks], out / f"eval_{name}.jsonl") for name, rows in splits.items()}
+    eval_files = {name: write_jsonl(splits[name][: args.tasks], out / f"eval_{name}.jsonl") for name in evaluated}
     sampling = ["--n", str(args.n), "--temperature", str(args.temperature), "--top-p", "1.0",
-                "--max-new-tokens", "128", "--seed", str(args.seed), "--backend", "hf"]
+                "--max-new-tokens", str(args.max_new_tokens), "--seed", str(args.seed), "--backend", "hf"]
+    train = ["train.py", "--preset", args.preset, "--model", model, "--data", str(train_file), "--resume", "auto",
+             "--seed", str(args.seed), "--max-completion-length", str(args.max_new_tokens)]
     times: dict[str, float] = {}
 
     def predict(label: str, extra: list[str]) -> None:
@@ -126,22 +178,31 @@ def main(argv: list[str] | None = None) -> int:
                 "inference.py", "--model", model, *extra, "--tasks", str(file), "--out",
                 str(out / f"pred_{label}_{name}.parquet"), "--name", label, *sampling)
 
-    predict("before", [])
-    run_dir = out / "run"
-    times["train"] = run("train.py", "--preset", "tiny", "--model", model, "--data", str(train_file),
-                         "--output-dir", str(run_dir), "--max-steps", str(args.steps), "--resume", "auto",
-                         "--seed", str(args.seed), *args.train_args.split())
-    predict("after", ["--adapter", str(run_dir / "adapter")])
-    lines = [f"learning benchmark: tiny model, {len(splits['train'])} training tasks, {len(splits['held-out'])} "
-             f"held-out tasks, {args.steps} GRPO steps, sampling temperature {args.temperature}"]
+    models = ["base"]
+    predict("base", [])
+    init: list[str] = []
+    if args.sft_steps:
+        times["train sft"] = run(*train, "--stage", "sft", "--output-dir", str(out / "sft"), "--max-steps",
+                                 str(args.sft_steps), *args.sft_args.split())
+        init = ["--init-adapter", str(out / "sft" / "adapter")]
+        predict("sft", ["--adapter", str(out / "sft" / "adapter")])
+        models.append("sft")
+    if args.steps:
+        times["train grpo"] = run(*train, *init, "--output-dir", str(out / "grpo"), "--max-steps", str(args.steps),
+                                  *args.train_args.split())
+        predict("grpo", ["--adapter", str(out / "grpo" / "adapter")])
+        models.append("grpo")
+    lines = [f"learning benchmark: {args.preset} ({model}), {task_file.name}: {len(splits['train'])} training "
+             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps; "
+             f"sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
     for name, file in eval_files.items():
         eval_dir = out / f"eval_{name}"
-        times[f"eval {name}"] = run("eval.py", "--tasks", str(file), "--predictions",
-                                    str(out / f"pred_before_{name}.parquet"), "--predictions",
-                                    str(out / f"pred_after_{name}.parquet"), "--out", str(eval_dir), "--k", "1")
-        lines += report(pd.read_parquet(eval_dir / "results.parquet"), f"{name} split", args.seed)
-    lines += ["", reward_curve(run_dir / "metrics.jsonl"),
-              "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+        predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]
+        times[f"eval {name}"] = run("eval.py", "--tasks", str(file), *predictions, "--out", str(eval_dir), "--k", "1")
+        lines += report(pd.read_parquet(eval_dir / "results.parquet"), models, f"{name} split", args.seed)
+    if args.steps:
+        lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
+    lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
               + f"; total {time.monotonic() - start:.0f} s"]
     print("\n".join(lines))
     return 0

@@ -1,6 +1,8 @@
 """Preference pairs ranked by real cargo reports (``rust_rewards.data.dpo_pairs``) and ``train.py --stage dpo``."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +191,30 @@ def test_dpo_stage_trains_writes_an_adapter_and_resumes(rows, tasks, tmp_path, t
     assert "step 3/3" in capsys.readouterr().out
     with capsys.disabled():
         print(f"\ndpo tiny: {len(read_pairs(pairs))} pairs, 2 steps {first_s:.1f}s, resume to 3 {resume_s:.1f}s")
+
+
+@pytest.mark.slow
+def test_dpo_adapter_evaluates_beside_a_grpo_adapter(rows, tasks, tmp_path, tiny_model_dir):
+    """inference.py with each stage's adapter, then one eval.py over both: one summary per model, same tasks."""
+    from rust_rewards.train.config import params_from_mapping
+    from rust_rewards.train.loop import run_training
+
+    pairs = write_pairs(build_pairs(rows, tasks), tmp_path / "pairs.jsonl")
+    common = {"preset": "tiny", "model": str(tiny_model_dir), "data": str(BUNDLED), "max-steps": 1,
+              "per-device-train-batch-size": 2, "gradient-accumulation-steps": 1, "num-generations": 2}
+    run_training(params_from_mapping({**common, "stage": "dpo", "dpo-pairs": str(pairs),
+                                      "output-dir": str(tmp_path / "dpo")}))
+    run_training(params_from_mapping({**common, "stage": "grpo", "output-dir": str(tmp_path / "grpo")}))
+    predictions = []
+    for stage in ("dpo", "grpo"):
+        out = tmp_path / f"pred_{stage}.parquet"
+        subprocess.run([sys.executable, str(ROOT / "inference.py"), "--model", str(tiny_model_dir), "--adapter",
+                        str(tmp_path / stage / "adapter"), "--tasks", str(BUNDLED), "--limit", "2", "--n", "2",
+                        "--max-new-tokens", "24", "--backend", "hf", "--name", stage, "--out", str(out)],
+                       cwd=tmp_path, check=True, capture_output=True, timeout=600)
+        predictions += ["--predictions", str(out)]
+    subprocess.run([sys.executable, str(ROOT / "eval.py"), "--tasks", str(BUNDLED), *predictions, "--out",
+                    str(tmp_path / "eval"), "--k", "1"], cwd=tmp_path, check=True, capture_output=True, timeout=600)
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert set(summary) == {"dpo", "grpo"}
+    assert all(summary[m]["n"] == 4 and summary[m]["n_tasks"] == 2 for m in summary)

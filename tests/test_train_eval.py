@@ -11,10 +11,21 @@ import pandas as pd
 import pytest
 import torch
 
+from rust_rewards.data.bundled import EASY_TASKS
+from rust_rewards.data.importers import load_tasks
+from rust_rewards.eval.generation import SamplingParams, render_chat
 from rust_rewards.report import Report
 from rust_rewards.runs.records import load_metrics
 from rust_rewards.train.config import params_from_mapping
-from rust_rewards.train.evaluation import EVAL_KEYS, eval_file, eval_metrics, eval_mode, preserved_rng
+from rust_rewards.train.evaluation import (
+    EVAL_KEYS,
+    HeldOutEvalCallback,
+    eval_file,
+    eval_metrics,
+    eval_mode,
+    evaluate_policy,
+    preserved_rng,
+)
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.resolve import validate_params
 
@@ -61,6 +72,59 @@ def test_rng_and_mode_are_restored():
         torch.manual_seed(99), random.random(), np.random.rand(5), torch.rand(10)
     assert model.training
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+
+
+class StandInEngine:
+    """TRL's ``VLLMGeneration`` surface that the held-out evaluation uses (vLLM itself needs a GPU): rollout
+    settings as attributes, ``sync_weights()`` and ``generate(prompts, images, num_generations)`` on token ids."""
+
+    def __init__(self, answer_ids: list[int]) -> None:
+        self.temperature, self.top_p, self.max_completion_length = 1.0, 1.0, 768
+        self.answer_ids = answer_ids
+        self.calls: list[tuple] = []
+
+    def sync_weights(self) -> None:
+        self.calls.append(("sync",))
+
+    def generate(self, prompts, images, num_generations):
+        self.calls.append(("generate", prompts, images, num_generations,
+                           (self.temperature, self.top_p, self.max_completion_length)))
+        return prompts, [list(self.answer_ids) for _ in prompts], None, None
+
+
+def test_held_out_eval_samples_through_the_rollout_engine(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir, padding_side="left")
+    task = next(t for t in load_tasks(str(EASY_TASKS)) if t.task_id == "ez-001-add-two-numbers")
+    answer = "```rust\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n```"
+    engine = StandInEngine(tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])
+    model = torch.nn.Linear(2, 2)
+    sampling = SamplingParams(n=2, temperature=0.7, top_p=0.9, max_new_tokens=64, seed=3)
+    rows = evaluate_policy(model, tokenizer, [task], sampling, engine=engine)
+    assert engine.calls[0] == ("sync",) and len(engine.calls) == 2  # current weights first, one generate call
+    _, prompts, images, per_prompt, settings = engine.calls[1]
+    rendered = tokenizer(render_chat(tokenizer, task.prompt), add_special_tokens=False)["input_ids"]
+    assert prompts == [rendered, rendered] and images is None and per_prompt == 1
+    assert settings == (0.7, 0.9, 64)  # the evaluation's sampling during the call...
+    assert (engine.temperature, engine.top_p, engine.max_completion_length) == (1.0, 1.0, 768)  # ...restored
+    assert list(rows["completion"]) == [answer, answer] and not rows["truncated"].any()
+    assert rows["hidden_ok"].all() and rows["build_ok"].all()
+
+
+def test_held_out_eval_picks_the_rollout_engine_only_in_one_process(tmp_path):
+    class Trainer:
+        def __init__(self, use_vllm: bool, processes: int) -> None:
+            self.use_vllm, self.vllm_generation = use_vllm, StandInEngine([])
+            self.accelerator = type("Accelerator", (), {"num_processes": processes})()
+
+    def backend(trainer: Trainer) -> tuple[str, bool]:
+        callback = HeldOutEvalCallback(tmp_path, [], None, SamplingParams())
+        return callback.use_rollout_engine(trainer), callback.engine is trainer.vllm_generation
+
+    assert backend(Trainer(False, 1)) == ("hf", False)
+    assert backend(Trainer(True, 1)) == ("vllm-rollouts", True)
+    assert backend(Trainer(True, 2)) == ("hf", False)
 
 
 def test_validation_names_the_flag(tmp_path):

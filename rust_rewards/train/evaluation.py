@@ -1,16 +1,18 @@
 """Held-out evaluation during training (``train.py --eval-tasks FILE --eval-every N``).
 
 Every ``every`` optimizer steps (and at the end of training, unless that step was just evaluated) the main process
-samples ``n`` completions per held-out task with the CURRENT policy (the trainer's LoRA-wrapped model, through
-HF ``generate`` and ``rust_rewards.eval.generation``'s batching), verifies them against the hidden tests with the same
-verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``, computed by ``rust_rewards.eval.metrics``)
-as an extra ``metrics.jsonl`` line at that step and to wandb when a run is active. Per-completion rows (eval.py's
-results columns) go to ``OUT/eval/step_<N>.parquet``.
+samples ``n`` completions per held-out task with the CURRENT policy: through the rollouts' own vLLM engine when GRPO
+generates with vLLM in one process (``RolloutEngineGenerator``: the current weights pushed to it first), else the
+trainer's LoRA-wrapped model through HF ``generate`` and ``rust_rewards.eval.generation``'s batching. It verifies
+them against the hidden tests with the same verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``,
+computed by ``rust_rewards.eval.metrics``) as an extra ``metrics.jsonl`` line at that step and to wandb when a run
+is active. Per-completion rows (eval.py's results columns) go to ``OUT/eval/step_<N>.parquet``.
 
 The training trajectory is not changed: every RNG state (python, numpy, torch CPU and CUDA) is saved before and
 restored after, generation runs under ``torch.no_grad`` (``inference_mode``) with the model in eval mode (its
 previous mode restored), and neither the dataloader nor the optimizer is touched. The sampling itself is seeded with
-the run's seed, so every evaluation draws from the same random stream (less noise between steps).
+the run's seed, so every evaluation draws from the same random stream (less noise between steps; HF generation
+only: vLLM's sampler keeps its own).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.eval.generation import HFGenerator, SamplingParams
+from rust_rewards.eval.generation import Generation, HFGenerator, SamplingParams, render_chat
 from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
 from rust_rewards.tasks import Task
@@ -103,14 +105,59 @@ class PolicyGenerator(HFGenerator):
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None} or {tokenizer.eos_token_id}
 
 
+class RolloutEngineGenerator:
+    """Held-out sampling through the GRPO trainer's own vLLM engine (TRL's ``VLLMGeneration``, colocate or server),
+    so evaluation costs what a rollout costs instead of a slow HF ``generate`` beside it.
+
+    The current policy weights are pushed to the engine first (``sync_weights``: the rollouts would do the same at
+    the next step), and the engine's rollout settings (temperature, top-p, length) are swapped for the evaluation's
+    during the call and restored after. One process only: the engine's calls are collectives across processes.
+    Untested on hardware (vLLM needs a GPU); on CPU the same calls are exercised with a stand-in engine.
+    """
+
+    backend = "vllm-rollouts"
+    SETTINGS = ("temperature", "top_p", "max_completion_length")
+
+    def __init__(self, engine: Any, tokenizer: Any) -> None:
+        self.engine = engine
+        self.tokenizer = tokenizer
+        eos = tokenizer.eos_token_id
+        self.eos_ids = {eos} if eos is not None else set()
+
+    def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str:
+        return render_chat(self.tokenizer, task_prompt, repairs=repairs)
+
+    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
+        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        saved = {name: getattr(self.engine, name) for name in self.SETTINGS}
+        self.engine.temperature = 0.0 if params.greedy else params.temperature
+        self.engine.top_p = 1.0 if params.greedy else params.top_p
+        self.engine.max_completion_length = params.max_new_tokens
+        try:
+            self.engine.sync_weights()
+            _, completions, _, _ = self.engine.generate(prompts=ids, images=None, num_generations=1)
+        finally:
+            for name, value in saved.items():
+                setattr(self.engine, name, value)
+        gens = []
+        for out in completions:
+            out = list(out)
+            end = next((j for j, t in enumerate(out) if t in self.eos_ids), None)
+            kept = out if end is None else out[: end + 1]
+            gens.append(Generation(text=self.tokenizer.decode(kept, skip_special_tokens=True), tokens=len(kept),
+                                   truncated=end is None and len(out) >= params.max_new_tokens))
+        return gens
+
+
 def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
-                    batch_size: int = 8, label: str = "policy") -> pd.DataFrame:
-    """Sample ``sampling.n`` completions per task with ``model`` and verify them: eval.py's result rows (model,
-    task_id, sample, completion, ``Report.flat()``) plus completion_tokens and truncated. RNG states and the
-    model's mode are restored afterwards."""
+                    batch_size: int = 8, label: str = "policy", engine: Any = None) -> pd.DataFrame:
+    """Sample ``sampling.n`` completions per task with ``model`` (through ``engine``, the rollouts' vLLM engine, when
+    given) and verify them: eval.py's result rows (model, task_id, sample, completion, ``Report.flat()``) plus
+    completion_tokens and truncated. RNG states and the model's mode are restored afterwards."""
     import torch
 
-    generator = PolicyGenerator(model, tokenizer, batch_size)
+    generator = (RolloutEngineGenerator(engine, tokenizer) if engine is not None
+                 else PolicyGenerator(model, tokenizer, batch_size))
     work = [(task, sample) for task in tasks for sample in range(sampling.n)]
     with preserved_rng(), eval_mode(model), torch.no_grad():
         torch.manual_seed(sampling.seed)
@@ -130,7 +177,8 @@ class HeldOutEvalCallback(TrainerCallback):
 
     Runs on the main process only; writes ``OUT/eval/step_<N>.parquet`` and a ``metrics.jsonl`` line of ``eval/*``
     at step N, and logs the same to wandb when a wandb run is active. ``tokenizer`` is a separate copy (its padding
-    side is set to left), not the trainer's.
+    side is set to left), not the trainer's. ``engine``: the rollouts' vLLM engine (``use_rollout_engine``), else
+    HF generation.
     """
 
     def __init__(self, out_dir: str | Path, tasks: Sequence[Task], tokenizer: Any, sampling: SamplingParams,
@@ -144,6 +192,19 @@ class HeldOutEvalCallback(TrainerCallback):
         self.use_wandb = use_wandb
         self.last_step: int | None = None
         self.history: list[dict[str, Any]] = []
+        self.engine: Any = None
+
+    def use_rollout_engine(self, trainer: Any) -> str:
+        """Sample through ``trainer``'s vLLM engine when it has one and runs in one process; says which backend."""
+        engine = getattr(trainer, "vllm_generation", None) if getattr(trainer, "use_vllm", False) else None
+        if engine is None:
+            return "hf"
+        if trainer.accelerator.num_processes > 1:
+            print("held-out eval: HF generate on the main process (the vLLM engine's calls are collectives across "
+                  f"{trainer.accelerator.num_processes} processes)", flush=True)
+            return "hf"
+        self.engine = engine
+        return RolloutEngineGenerator.backend
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.every > 0 and state.global_step % self.every == 0:
@@ -158,7 +219,8 @@ class HeldOutEvalCallback(TrainerCallback):
         if not state.is_world_process_zero or model is None:
             return None
         began = time.perf_counter()
-        results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size)
+        results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size,
+                                  engine=self.engine)
         results.insert(0, "step", state.global_step)
         write_parquet_atomic(results, eval_file(self.out_dir, state.global_step))
         metrics = {**eval_metrics(results), "eval/seconds": time.perf_counter() - began}

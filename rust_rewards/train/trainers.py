@@ -176,6 +176,9 @@ def build_trainer(
         callbacks=run_callbacks(p, log, progress) + eval_callbacks(p),
         tools=[cargo_check] if p.feedback_turns else None,
     )
+    for callback in trainer.callback_handler.callbacks:
+        if hasattr(callback, "use_rollout_engine"):
+            callback.use_rollout_engine(trainer)
     return with_our_callbacks_first(trainer)
 
 
