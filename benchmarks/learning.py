@@ -2,7 +2,8 @@
 own tools.
 
     .venv/bin/python benchmarks/learning.py [--preset tiny|smollm2-cpu] [--task-file FILE] [--sft-steps 0]
-        [--steps 100] [--n 8] [--tasks 20] [--splits train,held-out] [--max-new-tokens 128] [--out outputs/learning]
+        [--steps 100] [--dpo-steps 0] [--n 8] [--tasks 20] [--splits train,held-out] [--max-new-tokens 128]
+        [--out outputs/learning]
 
 1. Split the task file (default: the bundled tasks for `tiny`, the easy tier for `smollm2-cpu`) into a training
    split and a held-out split by a hash of seed and task id; the tiny preset builds (or reuses) its warm-started
@@ -14,9 +15,13 @@ own tools.
 4. ``train.py`` (GRPO, the preset's settings) for ``--steps`` steps on the training split, from the SFT adapter if
    there is one (``--init-adapter``); its reward curve lands in ``OUT/grpo/metrics.jsonl`` (``marimo run viz.py --
    --run OUT/grpo``). Sample and score it (``grpo``).
-5. Print per split and metric (build, clippy, own tests, hidden pass@1) each model's rate with a 95% Wilson
-   interval over completions, the paired difference of each stage over the one before it (mean of per-task
-   differences with a 95% bootstrap interval over tasks; tasks better / same / worse), why GRPO had or lacked
+5. With ``--dpo-steps N``, the offline baseline from the same starting point: sample ``--n`` answers per training
+   task with the SFT adapter (or the base), rank them with cargo into preference pairs
+   (``python -m rust_rewards.data.dpo_pairs``), ``train.py --stage dpo`` for N steps, sample and score (``dpo``).
+6. Print per split and metric (build, clippy, own tests, hidden pass@1) each model's rate with a 95% Wilson
+   interval over completions, the paired difference of each stage over its starting point (SFT over base, GRPO and
+   DPO over SFT; mean of per-task differences with a 95% bootstrap interval over tasks; tasks better / same /
+   worse), why GRPO had or lacked
    signal (groups whose rewards were all equal, clipped completions, reward spread, KL when ``--beta`` > 0), and
    the wall time of every step.
 """
@@ -80,9 +85,11 @@ def paired(before: pd.Series, after: pd.Series, rng: np.random.Generator) -> tup
 
 
 def report(results: pd.DataFrame, models: list[str], label: str, seed: int) -> list[str]:
-    """A markdown table: each model's rate per metric, then each stage's paired difference over the one before."""
+    """A markdown table: each model's rate per metric, then each stage's paired difference over its start."""
     rng = np.random.default_rng(seed)
-    steps = list(zip(models, models[1:], strict=False))
+    start = "sft" if "sft" in models else "base"
+    steps = [("base", "sft")] if "sft" in models else []
+    steps += [(start, m) for m in ("grpo", "dpo") if m in models]
     lines = [f"\n{label}: {results['task_id'].nunique()} tasks x {results.groupby(['model', 'task_id']).size().max()} "
              "samples per model",
              "| metric | " + " | ".join(models) + " | "
@@ -140,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-file", default="", help="tasks to split (default: the preset's task set)")
     parser.add_argument("--sft-steps", type=int, default=0, help="supervised steps before GRPO (0: no SFT stage)")
     parser.add_argument("--steps", type=int, default=100, help="GRPO steps")
+    parser.add_argument("--dpo-steps", type=int, default=0, help="DPO steps on cargo-ranked pairs (0: no DPO)")
     parser.add_argument("--n", type=int, default=8, help="samples per task")
     parser.add_argument("--tasks", type=int, default=20, help="tasks evaluated per split")
     parser.add_argument("--splits", default=",".join(SPLITS), help="splits to evaluate, comma-separated")
@@ -150,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="outputs/learning")
     parser.add_argument("--train-args", default="", help="extra train.py flags for GRPO, e.g. '--lr 1e-3'")
     parser.add_argument("--sft-args", default="", help="extra train.py flags for SFT, e.g. '--lr 2e-4'")
+    parser.add_argument("--dpo-args", default="", help="extra train.py flags for DPO, e.g. '--lr 5e-5'")
     args = parser.parse_args(argv)
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -192,8 +201,20 @@ def main(argv: list[str] | None = None) -> int:
                                   *args.train_args.split())
         predict("grpo", ["--adapter", str(out / "grpo" / "adapter")])
         models.append("grpo")
+    if args.dpo_steps:
+        samples, pairs = out / "dpo_samples.parquet", out / "dpo_pairs.jsonl"
+        start_adapter = ["--adapter", init[1]] if init else []
+        times["dpo pairs"] = run("inference.py", "--model", model, *start_adapter, "--tasks", str(train_file),
+                                 "--out", str(samples), "--name", "dpo-samples", *sampling)
+        times["dpo pairs"] += run("-m", "rust_rewards.data.dpo_pairs", "--tasks", str(train_file), "--predictions",
+                                  str(samples), "--out", str(pairs))
+        times["train dpo"] = run(*train, *init, "--stage", "dpo", "--dpo-pairs", str(pairs), "--output-dir",
+                                 str(out / "dpo"), "--max-steps", str(args.dpo_steps), *args.dpo_args.split())
+        predict("dpo", ["--adapter", str(out / "dpo" / "adapter")])
+        models.append("dpo")
     lines = [f"learning benchmark: {args.preset} ({model}), {task_file.name}: {len(splits['train'])} training "
-             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps; "
+             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps, "
+             f"DPO {args.dpo_steps} steps; "
              f"sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
     for name, file in eval_files.items():
         eval_dir = out / f"eval_{name}"

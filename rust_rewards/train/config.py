@@ -235,11 +235,12 @@ def preset_params(preset: str = "tiny") -> TrainParams:
         return TrainParams(
             preset="smollm2-cpu",
             model=SMOLLM2,
-            data="qwen3-rust-finetune/bundled_tasks.jsonl",
+            data="qwen3-rust-finetune/easy_tasks.jsonl",
             output_dir="outputs/train-smollm2-cpu",
             max_steps=50,
             lr=5e-5,
             num_generations=4,
+            temperature=0.7,
             max_completion_length=256,
             per_device_train_batch_size=8,
             gradient_accumulation_steps=1,
