@@ -126,6 +126,16 @@ def display_name(model: str, adapter: str | None) -> str:
     return f"{base}+{'/'.join(Path(adapter).resolve().parts[-2:])}"
 
 
+def decode_generation(tokenizer: Any, ids: Sequence[int], eos_ids: set[int], max_new_tokens: int) -> Generation:
+    """One sampled completion from its new token ids: kept up to and including the first end-of-sequence token,
+    decoded without special tokens; truncated when it has no end and reached ``max_new_tokens``."""
+    ids = list(ids)
+    end = next((j for j, t in enumerate(ids) if t in eos_ids), None)
+    kept = ids if end is None else ids[: end + 1]
+    return Generation(text=tokenizer.decode(kept, skip_special_tokens=True), tokens=len(kept),
+                      truncated=end is None and len(ids) >= max_new_tokens)
+
+
 class HFGenerator:
     """transformers ``generate`` with left padding, batched; optional PEFT LoRA adapter (merged or not).
 
@@ -202,16 +212,7 @@ class HFGenerator:
                 **sampling,
             )
         new = out[:, enc["input_ids"].shape[1] :].tolist()
-        gens = []
-        for ids in new:
-            end = next((j for j, t in enumerate(ids) if t in self.eos_ids), None)
-            kept = ids if end is None else ids[: end + 1]
-            gens.append(Generation(
-                text=self.tokenizer.decode(kept, skip_special_tokens=True),
-                tokens=len(kept),
-                truncated=end is None and len(ids) >= params.max_new_tokens,
-            ))
-        return gens
+        return [decode_generation(self.tokenizer, ids, self.eos_ids, params.max_new_tokens) for ids in new]
 
 
 class VLLMGenerator:

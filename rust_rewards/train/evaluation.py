@@ -28,7 +28,7 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.eval.generation import Generation, HFGenerator, SamplingParams, render_chat
+from rust_rewards.eval.generation import Generation, HFGenerator, SamplingParams, decode_generation, render_chat
 from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
 from rust_rewards.tasks import Task
@@ -139,14 +139,7 @@ class RolloutEngineGenerator:
         finally:
             for name, value in saved.items():
                 setattr(self.engine, name, value)
-        gens = []
-        for out in completions:
-            out = list(out)
-            end = next((j for j, t in enumerate(out) if t in self.eos_ids), None)
-            kept = out if end is None else out[: end + 1]
-            gens.append(Generation(text=self.tokenizer.decode(kept, skip_special_tokens=True), tokens=len(kept),
-                                   truncated=end is None and len(out) >= params.max_new_tokens))
-        return gens
+        return [decode_generation(self.tokenizer, ids, self.eos_ids, params.max_new_tokens) for ids in completions]
 
 
 def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
