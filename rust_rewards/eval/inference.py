@@ -30,7 +30,6 @@ from rust_rewards.tasks import Task
 
 log = logging.getLogger("inference")  # named after the notebook, whose script lines it writes
 BACKEND_CHOICES = ("auto", *BACKENDS)
-"""Adapter folders a form offers (relative to the repository): training runs' final adapters and checkpoints."""
 PREDICTIONS_DIR = "qwen3-rust-finetune/predictions"
 
 
