@@ -20,6 +20,7 @@ with app.setup:
         job_view,
         reward_weight_controls,
         run_summary,
+        weights_view,
     )
     from rust_rewards.workspace import use_workspace
 
@@ -82,7 +83,7 @@ def _(form_defaults, reward_pick):
 def _(controls, preset, reward_pick, reward_weights, train_button):
     try:
         checked = form_params(preset.value, {**controls.value, "rewards": reward_pick.value}, reward_weights.value)
-        form_problem, _note = None, mo.md(run_summary(checked))
+        form_problem, _note = None, mo.vstack([weights_view(checked), mo.md(run_summary(checked))])
     except ValueError as _err:
         checked, form_problem = None, str(_err)
         _note = field_problem(form_problem)

@@ -31,7 +31,6 @@ with app.setup:
     from rust_rewards.rust.extract import extract_rust
     from rust_rewards.ui.charts import (
         chart_or_note,
-        clipped_chart,
         components_chart,
         error_code_chart,
         eval_chart,
@@ -46,6 +45,7 @@ with app.setup:
         policy_chart,
         reward_chart,
         share_chart,
+        signal_chart,
         time_chart,
         token_accuracy_chart,
     )
@@ -189,7 +189,7 @@ def _(run, smoothing):
         else mo.hstack([chart_or_note(reward_chart(_m, _s), _none), _held], widths="equal"),
         chart_or_note(components_chart(_m, _s), _none),
         mo.md("## Completions and policy"),
-        mo.hstack([chart_or_note(length_chart(_m, _s), _none), chart_or_note(clipped_chart(_m, _s), _none)],
+        mo.hstack([chart_or_note(length_chart(_m, _s), _none), chart_or_note(signal_chart(_m, _s), _none)],
                   widths="equal"),
         chart_or_note(policy_chart(_m, _s), "Entropy / KL not logged by this run."),
         mo.md("## Time"),

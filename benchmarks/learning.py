@@ -2,28 +2,33 @@
 own tools.
 
     .venv/bin/python benchmarks/learning.py [--preset tiny|smollm2-cpu] [--task-file FILE] [--sft-steps 0]
-        [--steps 100] [--dpo-steps 0] [--n 8] [--tasks 20] [--splits train,held-out] [--max-new-tokens 128]
-        [--out outputs/learning]
+        [--steps 100] [--dpo-steps 0] [--eval-n 8] [--tasks 0] [--splits train,held-out] [--max-new-tokens 128]
+        [--answer-format solution] [--external FILE --external-tasks 40 --external-n 2] [--batch-size 32]
+        [--skip-base] [--out outputs/learning]
 
 1. Split the task file (default: the bundled tasks for `tiny`, the easy tier for `smollm2-cpu`) into a training
    split and a held-out split by a hash of seed and task id; the tiny preset builds (or reuses) its warm-started
    model first.
-2. Sample ``--n`` completions per task with ``inference.py`` (the training temperature, fixed seed) on ``--tasks``
-   tasks of each split in ``--splits``, and score them with ``eval.py``: the ``base`` model.
+2. Sample ``--eval-n`` completions per task with ``inference.py`` (the training temperature, fixed seed, the
+   preset's answer format, ``--batch-size`` prompts per generate call) on ``--tasks`` tasks (0: all) of each split
+   in ``--splits``, and on the first ``--external-tasks`` tasks of ``--external`` (an external evaluation-only set
+   such as HumanEval-Rust, ``--external-n`` samples each), and score them with ``eval.py``: the ``base`` model
+   (``--skip-base``: not evaluated; the first stage is compared with nothing).
 3. With ``--sft-steps N``: ``train.py --stage sft`` on the training split's verified references, then sample and
    score its adapter (``sft``).
 4. ``train.py`` (GRPO, the preset's settings) for ``--steps`` steps on the training split, from the SFT adapter if
    there is one (``--init-adapter``); its reward curve lands in ``OUT/grpo/metrics.jsonl`` (``marimo run viz.py --
    --run OUT/grpo``). Sample and score it (``grpo``).
-5. With ``--dpo-steps N``, the offline baseline from the same starting point: sample ``--n`` answers per training
+5. With ``--dpo-steps N``, the offline baseline from the same starting point: sample ``--dpo-n`` answers per training
    task with the SFT adapter (or the base), rank them with cargo into preference pairs
    (``python -m rust_rewards.data.dpo_pairs``), ``train.py --stage dpo`` for N steps, sample and score (``dpo``).
 6. Print per split and metric (build, clippy, own tests, hidden pass@1) each model's rate with a 95% Wilson
    interval over completions, the paired difference of each stage over its starting point (SFT over base, GRPO and
    DPO over SFT; mean of per-task differences with a 95% bootstrap interval over tasks; tasks better / same /
-   worse), why GRPO had or lacked
-   signal (groups whose rewards were all equal, clipped completions, reward spread, KL when ``--beta`` > 0), and
-   the wall time of every step.
+   worse), the smallest gain over each stage's start the design could detect (80% power, from the start's per-task
+   rates: ``rust_rewards.eval.metrics.detectable_gain``), why GRPO had or lacked signal (groups whose rewards were
+   all equal, clipped completions, reward spread, each reward, KL when ``--beta`` > 0), and the wall time of every
+   step.
 """
 
 from __future__ import annotations
@@ -44,11 +49,14 @@ sys.path.insert(0, str(ROOT))
 
 from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS  # noqa: E402
 from rust_rewards.data.importers import load_tasks  # noqa: E402
-from rust_rewards.eval.metrics import wilson_interval  # noqa: E402
-from rust_rewards.rewards import MAX_TOTAL  # noqa: E402
+from rust_rewards.eval.metrics import detectable_gain, paired_difference, wilson_interval  # noqa: E402
+from rust_rewards.prompts import ANSWER_FORMATS  # noqa: E402
+from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
 
 METRICS = {"build": "build_ok", "clippy": "clippy_ok", "own tests": "tests_ok", "hidden pass@1": "hidden_ok"}
+OWN_TESTS = "own tests"
+"""Left out for answers without a test module (``--answer-format solution``)."""
 PRESETS = {"tiny": BUNDLED_TASKS, "smollm2-cpu": EASY_TASKS}
 """The presets this protocol runs, with their default task file."""
 SPLITS = ("train", "held-out")
@@ -68,34 +76,34 @@ def write_jsonl(rows: list[dict], path: Path) -> Path:
     return path
 
 
-def run(*args: str) -> float:
-    """Run one of the notebooks as a script; return its wall time."""
+def run(*args: str, check: bool = True) -> float:
+    """Run one of the notebooks as a script; return its wall time (``check``: a failure raises)."""
     start = time.monotonic()
-    subprocess.run([sys.executable, *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, *args], cwd=ROOT, check=check, stdout=subprocess.DEVNULL)
     return time.monotonic() - start
 
 
-def paired(before: pd.Series, after: pd.Series, rng: np.random.Generator) -> tuple[float, float, float, str]:
+def paired(before: pd.Series, after: pd.Series, seed: int) -> tuple[float, float, float, str]:
     """Mean per-task difference, its 95% bootstrap interval over tasks, and better/same/worse counts."""
     diff = (after - before).to_numpy()
-    boots = rng.choice(diff, size=(2000, len(diff))).mean(axis=1)
-    low, high = np.percentile(boots, [2.5, 97.5])
+    mean, low, high = paired_difference(before.to_numpy(), after.to_numpy(), seed)
     counts = f"{(diff > 0).sum()}/{(diff == 0).sum()}/{(diff < 0).sum()}"
-    return float(diff.mean()), float(low), float(high), counts
+    return mean, low, high, counts
 
 
-def report(results: pd.DataFrame, models: list[str], label: str, seed: int) -> list[str]:
-    """A markdown table: each model's rate per metric, then each stage's paired difference over its start."""
-    rng = np.random.default_rng(seed)
+def report(results: pd.DataFrame, models: list[str], label: str, seed: int, metrics: dict[str, str]) -> list[str]:
+    """A markdown table: each model's rate per metric, then each stage's paired difference over its start, then the
+    smallest hidden pass@1 gain each comparison could detect."""
+    steps = [(a, b) for a, b in (("base", "sft"),) if a in models and b in models]
     start = "sft" if "sft" in models else "base"
-    steps = [("base", "sft")] if "sft" in models else []
-    steps += [(start, m) for m in ("grpo", "dpo") if m in models]
-    lines = [f"\n{label}: {results['task_id'].nunique()} tasks x {results.groupby(['model', 'task_id']).size().max()} "
-             "samples per model",
+    steps += [(start, m) for m in ("grpo", "dpo") if m in models and start in models]
+    n = int(results.groupby(["model", "task_id"]).size().max())
+    lines = [f"\n{label}: {results['task_id'].nunique()} tasks x {n} samples per model",
              "| metric | " + " | ".join(models) + " | "
              + " | ".join(f"{b} - {a} over tasks [95% CI], tasks +/=/-" for a, b in steps) + " |",
              "|---" * (1 + len(models) + len(steps)) + "|"]
-    for name, column in METRICS.items():
+    per_task_hidden = None
+    for name, column in metrics.items():
         rows = results[results[column].notna()]
         if rows.empty:
             continue
@@ -107,9 +115,17 @@ def report(results: pd.DataFrame, models: list[str], label: str, seed: int) -> l
         per_task = rows.assign(ok=rows[column].astype(float)).pivot_table(index="task_id", columns="model",
                                                                           values="ok", aggfunc="mean")
         for a, b in steps:
-            mean, low, high, counts = paired(per_task[a], per_task[b], rng)
+            mean, low, high, counts = paired(per_task[a], per_task[b], seed)
             cells.append(f"{mean:+.1%} [{low:+.1%}, {high:+.1%}], {counts}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        if column == "hidden_ok":
+            per_task_hidden = per_task
+    if per_task_hidden is not None:
+        for a, b in steps:
+            gain = detectable_gain(per_task_hidden[a].to_numpy(), n, seed=seed)
+            lines.append(f"power: {b} over {a}, {len(per_task_hidden)} tasks x {n} samples, detects a hidden pass@1 "
+                         f"gain of {'more than +50 points' if gain is None else f'+{gain:.0%}'} 80% of the time "
+                         f"(from {a}'s per-task rates, the gain spread evenly over tasks)")
     return lines
 
 
@@ -126,14 +142,15 @@ def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
 
     window = max(1, min(window, len(rows) // 2 or 1))
     first, last = rows[:window], rows[-window:]
-    lines = [f"GRPO: {len(rows)} steps; mean over the first {window} steps -> the last {window} (max reward "
-             f"{MAX_TOTAL}):"]
-    for label, key in (("reward", "reward"), ("reward std within groups", "reward_std"),
+    lines = [f"GRPO: {len(rows)} steps; mean over the first {window} steps -> the last {window} (rewards "
+             "unweighted):"]
+    rewards = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
+    for label, key in (("reward (weighted total)", "reward"), ("reward std within groups", "reward_std"),
                        ("groups with all-equal rewards (zero advantage)", "frac_reward_zero_std"),
                        ("completions cut at the length limit", "completions/clipped_ratio"),
                        ("completion length (tokens)", "completions/mean_length"),
-                       ("hidden_test_reward", "rewards/hidden_test_reward/mean"),
-                       ("build_reward", "rewards/build_reward/mean"), ("kl", "kl"), ("entropy", "entropy"),
+                       *((name, f"rewards/{name}/mean") for name in rewards),
+                       ("kl", "kl"), ("entropy", "entropy"),
                        ("seconds per step", "step_time"), ("reward_share", "reward_share")):
         if any(r.get(key) is not None for r in rows):
             lines.append(f"  {label}: {mean(key, first):.3f} -> {mean(key, last):.3f}")
@@ -148,11 +165,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sft-steps", type=int, default=0, help="supervised steps before GRPO (0: no SFT stage)")
     parser.add_argument("--steps", type=int, default=100, help="GRPO steps")
     parser.add_argument("--dpo-steps", type=int, default=0, help="DPO steps on cargo-ranked pairs (0: no DPO)")
-    parser.add_argument("--n", type=int, default=8, help="samples per task")
-    parser.add_argument("--tasks", type=int, default=20, help="tasks evaluated per split")
+    parser.add_argument("--eval-n", type=int, default=8, help="samples per task in every evaluation")
+    parser.add_argument("--dpo-n", type=int, default=4, help="samples per training task ranked into DPO pairs")
+    parser.add_argument("--tasks", type=int, default=0, help="tasks evaluated per split (0: all)")
     parser.add_argument("--splits", default=",".join(SPLITS), help="splits to evaluate, comma-separated")
+    parser.add_argument("--external", default="", help="an evaluation-only task file (e.g. "
+                        "../shared/benchmarks/multiple_humaneval_rs.jsonl), reported as its own row")
+    parser.add_argument("--external-tasks", type=int, default=40, help="its first N tasks (0: all)")
+    parser.add_argument("--external-n", type=int, default=2, help="samples per external task")
+    parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call in evaluation")
+    parser.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-new-tokens", type=int, default=128, help="sampling and GRPO completion length")
+    parser.add_argument("--answer-format", choices=ANSWER_FORMATS, default="",
+                        help="what prompts ask for (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="", help="base model (default: the preset's)")
     parser.add_argument("--out", default="outputs/learning")
@@ -163,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    model = args.model or preset_params(args.preset).model
+    preset = preset_params(args.preset)
+    model = args.model or preset.model
+    answer_format = args.answer_format or preset.answer_format
     if args.preset == "tiny":
         from rust_rewards.train.tiny_model import build_tiny_model
 
@@ -173,22 +201,33 @@ def main(argv: list[str] | None = None) -> int:
     evaluated = [name for name in args.splits.split(",") if name]
     if unknown := set(evaluated) - set(SPLITS):
         parser.error(f"--splits: unknown {sorted(unknown)}; choose from {SPLITS}")
+    if args.external and not Path(args.external).is_file():
+        parser.error(f"--external {args.external}: no such file")
     train_file = write_jsonl(splits["train"], out / "train_tasks.jsonl")
-    eval_files = {name: write_jsonl(splits[name][: args.tasks], out / f"eval_{name}.jsonl") for name in evaluated}
-    sampling = ["--n", str(args.n), "--temperature", str(args.temperature), "--top-p", "1.0",
-                "--max-new-tokens", str(args.max_new_tokens), "--seed", str(args.seed), "--backend", "hf"]
+    limit = args.tasks or None
+    eval_sets = {name: (write_jsonl(splits[name][:limit], out / f"eval_{name}.jsonl"), args.eval_n)
+                 for name in evaluated}
+    if args.external:
+        rows = [t.to_row() for t in load_tasks(args.external)][: args.external_tasks or None]
+        eval_sets[Path(args.external).stem] = (write_jsonl(rows, out / "eval_external.jsonl"), args.external_n)
+    sampling = ["--temperature", str(args.temperature), "--top-p", "1.0", "--max-new-tokens", str(args.max_new_tokens),
+                "--seed", str(args.seed), "--backend", "hf", "--answer-format", answer_format,
+                "--batch-size", str(args.batch_size)]
     train = ["train.py", "--preset", args.preset, "--model", model, "--data", str(train_file), "--resume", "auto",
-             "--seed", str(args.seed), "--max-completion-length", str(args.max_new_tokens)]
+             "--seed", str(args.seed), "--max-completion-length", str(args.max_new_tokens),
+             "--answer-format", answer_format]
     times: dict[str, float] = {}
 
     def predict(label: str, extra: list[str]) -> None:
-        for name, file in eval_files.items():
+        for name, (file, n) in eval_sets.items():
             times[f"inference {label}"] = times.get(f"inference {label}", 0.0) + run(
                 "inference.py", "--model", model, *extra, "--tasks", str(file), "--out",
-                str(out / f"pred_{label}_{name}.parquet"), "--name", label, *sampling)
+                str(out / f"pred_{label}_{name}.parquet"), "--name", label, "--n", str(n), *sampling)
 
-    models = ["base"]
-    predict("base", [])
+    models: list[str] = []
+    if not args.skip_base:
+        predict("base", [])
+        models.append("base")
     init: list[str] = []
     if args.sft_steps:
         times["train sft"] = run(*train, "--stage", "sft", "--output-dir", str(out / "sft"), "--max-steps",
@@ -198,34 +237,49 @@ def main(argv: list[str] | None = None) -> int:
         models.append("sft")
     if args.steps:
         times["train grpo"] = run(*train, *init, "--output-dir", str(out / "grpo"), "--max-steps", str(args.steps),
-                                  *args.train_args.split())
-        predict("grpo", ["--adapter", str(out / "grpo" / "adapter")])
-        models.append("grpo")
+                                  "--temperature", str(args.temperature), *args.train_args.split(), check=False)
+        if (out / "grpo" / "adapter" / "adapter_config.json").is_file():  # else refused (the pass-rate filter's
+            predict("grpo", ["--adapter", str(out / "grpo" / "adapter")])  # no-go, on stderr): nothing to score
+            models.append("grpo")
     if args.dpo_steps:
         samples, pairs = out / "dpo_samples.parquet", out / "dpo_pairs.jsonl"
         start_adapter = ["--adapter", init[1]] if init else []
         times["dpo pairs"] = run("inference.py", "--model", model, *start_adapter, "--tasks", str(train_file),
-                                 "--out", str(samples), "--name", "dpo-samples", *sampling)
+                                 "--out", str(samples), "--name", "dpo-samples", "--n", str(args.dpo_n), *sampling)
         times["dpo pairs"] += run("-m", "rust_rewards.data.dpo_pairs", "--tasks", str(train_file), "--predictions",
                                   str(samples), "--out", str(pairs))
         times["train dpo"] = run(*train, *init, "--stage", "dpo", "--dpo-pairs", str(pairs), "--output-dir",
                                  str(out / "dpo"), "--max-steps", str(args.dpo_steps), *args.dpo_args.split())
         predict("dpo", ["--adapter", str(out / "dpo" / "adapter")])
         models.append("dpo")
+    grpo_record = out / "grpo" / "params.json"
+    grpo_params = json.loads(grpo_record.read_text()) if args.steps and grpo_record.is_file() else {}
+    recipe = grpo_params.get("rewards", preset.rewards)
     lines = [f"learning benchmark: {args.preset} ({model}), {task_file.name}: {len(splits['train'])} training "
-             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps, "
-             f"DPO {args.dpo_steps} steps; "
-             f"sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
-    for name, file in eval_files.items():
+             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps "
+             f"(rewards {resolve_weights(recipe, grpo_params.get('reward_weights', ''))}, loss "
+             f"{grpo_params.get('loss_type', preset.loss_type)}, scale_rewards "
+             f"{grpo_params.get('scale_rewards', preset.scale_rewards)}), DPO {args.dpo_steps} steps; answer format "
+             f"{answer_format}; sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
+    metrics = {k: v for k, v in METRICS.items() if answer_format == "solution+tests" or k != OWN_TESTS}
+    for name, (file, _) in eval_sets.items():
         eval_dir = out / f"eval_{name}"
         predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]
         times[f"eval {name}"] = run("eval.py", "--tasks", str(file), *predictions, "--out", str(eval_dir), "--k", "1")
-        lines += report(pd.read_parquet(eval_dir / "results.parquet"), models, f"{name} split", args.seed)
+        lines += report(pd.read_parquet(eval_dir / "results.parquet"), models, f"{name} split", args.seed, metrics)
     if args.steps:
-        lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
+        filtered = out / "grpo" / "pass_rates.json"
+        if filtered.is_file():
+            saved = json.loads(filtered.read_text())
+            mixed = sum(0 < v < saved["k"] for v in saved["passed"].values())
+            lines += ["", f"pass-rate filter: {mixed} of {len(saved['passed'])} training tasks mixed at "
+                      f"{saved['k']} samples each ({saved['seconds']:.0f} s); GRPO trained on those"]
+        if (out / "grpo" / "metrics.jsonl").is_file():
+            lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
               + f"; total {time.monotonic() - start:.0f} s"]
     print("\n".join(lines))
+    (out / "report.md").write_text("\n".join(lines) + "\n")
     return 0
 
 

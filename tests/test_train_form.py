@@ -23,9 +23,16 @@ from marimo._cli.parse_args import parse_args
 
 from rust_rewards.layout import STOP_FILE
 from rust_rewards.params import info_of
-from rust_rewards.rewards import REWARD_FUNCS
+from rust_rewards.rewards import DEFAULT_WEIGHTS, RECIPES, REWARD_FUNCS
 from rust_rewards.tasks import Task
-from rust_rewards.train.config import LOSS_TYPES, PRESETS, TrainParams, params_from_mapping, preset_params
+from rust_rewards.train.config import (
+    LOSS_TYPES,
+    PRESETS,
+    REWARD_CHOICES,
+    TrainParams,
+    params_from_mapping,
+    preset_params,
+)
 from rust_rewards.train.jobs import cli_flags, cli_text, start_job
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.resolve import select_rewards, validate_params
@@ -145,7 +152,11 @@ def test_form_values_and_weights_apply_onto_the_preset():
     ({"loss_type": "ppo"}, {}, r"^--loss-type: expected one of dapo, grpo, .*; got ppo$"),
     ({"feedback_turns": 2}, {}, r"^--feedback-turns 2: .* --max-completion-length 128, .*use at least"),
     ({"resume": "nowhere/checkpoint-9"}, {}, r"^--resume: expected one of .* or a checkpoint folder"),
-    ({"rewards": []}, {}, r"^--rewards: expected one or more of"),
+    ({"rewards": []}, {}, r"^--rewards: expected one recipe \(correctness, published\) or reward names"),
+    ({"rewards": ["correctness", "build_reward"]}, {}, r"^--rewards: expected one recipe"),
+    ({"rewards": ["correctness"]}, {"build_reward": -1.0}, r"^--reward-weights: 'build_reward=-1' needs a weight"),
+    ({"rewards": ["test_reward"], "answer_format": "solution"}, {},
+     r"^--rewards test_reward: pays for the model's own tests, which --answer-format solution does not ask"),
     ({"rewards": ["build_reward"]}, {"test_reward": 2.0}, r"^--reward-weights: expected name=weight"),
 ])
 def test_form_rejects_with_the_flag_named(values, weights, message):
@@ -205,8 +216,11 @@ def test_controls_follow_the_parameter_definitions():
     assert controls["use_vllm"].value == "false"
     assert controls["init_adapter"].value == "" and NONE_LABEL in controls["init_adapter"].options
 
-    assert list(rewards.options) == REWARD_NAMES and rewards.value == REWARD_NAMES
-    assert list(weights.elements) == REWARD_NAMES
+    assert list(rewards.options) == list(REWARD_CHOICES) and rewards.value == p.rewards
+    assert list(weights.elements) == list(RECIPES[p.rewards[0]].weights)
+    assert weights.value == RECIPES[p.rewards[0]].weights
+    published = reward_weight_controls(["published"], p)
+    assert published.value == DEFAULT_WEIGHTS and "format_reward" not in published.value
     two = reward_weight_controls(["test_reward", "build_reward"],
                                  dataclasses.replace(p, reward_weights="test_reward=3"))
     assert two.value == {"test_reward": 3.0, "build_reward": 1.0}

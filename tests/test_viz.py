@@ -281,7 +281,7 @@ def test_new_step_files_are_picked_up(tmp_path: Path) -> None:
 
 def test_charts_have_data(run_dir: Path) -> None:
     run = load_run(run_dir)
-    for make in (charts.reward_chart, charts.components_chart, charts.length_chart, charts.clipped_chart,
+    for make in (charts.reward_chart, charts.components_chart, charts.length_chart, charts.signal_chart,
                  charts.time_chart, charts.share_chart):
         spec = make(run.metrics, 0.5).to_dict()
         assert spec["datasets"] and next(iter(spec["datasets"].values())), make.__name__

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
+from rust_rewards.prompts import ANSWER_FORMATS, chat_messages, system_prompt
 from rust_rewards.rewards import rewards_from_report, weighted_total
+from rust_rewards.rewards.recipes import RECIPES, resolve_weights
 from rust_rewards.tasks import Task
 
-FORMAT_REWARDS = ("non_empty_reward", "test_block_reward")
+FORMAT_REWARDS = ("non_empty_reward", "test_block_reward", "format_reward")
 """Rewards that judge the answer's shape, not what cargo found."""
 PAIR_COLUMNS = ("prompt", "chosen", "rejected")
 
@@ -54,10 +55,12 @@ def _text(completion: Any) -> str:
 
 
 def build_pairs(rows: Sequence[Mapping[str, Any]], tasks: Sequence[Task], rule: PairRule = PairRule(),
-                weights: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+                weights: Mapping[str, float] | None = None, answer_format: str = "solution+tests"
+                ) -> list[dict[str, Any]]:
     """Preference pairs from ``rows`` (see the module docstring) for ``tasks``; pure and deterministic.
 
-    ``weights``: reward weights for the totals (default ``DEFAULT_WEIGHTS``). Rows whose report is an
+    ``weights``: reward weights for the totals (default ``DEFAULT_WEIGHTS``); ``answer_format``: the one the
+    completions were sampled with (the pairs' system prompt asks for it). Rows whose report is an
     ``internal_error`` (the verifier failed, not the answer) take part in no pair. A row naming a task not in
     ``tasks`` is a ``ValueError``.
     """
@@ -87,7 +90,7 @@ def build_pairs(rows: Sequence[Mapping[str, Any]], tasks: Sequence[Task], rule: 
                     continue
                 candidates.append((margin, hi, lo))
         candidates.sort(key=lambda c: (-c[0], c[1][0], c[2][0]))
-        prompt = chat_messages(task.prompt, SYSTEM_PROMPT)
+        prompt = chat_messages(task.prompt, system_prompt(answer_format))
         for margin, hi, lo in candidates[: max(rule.max_pairs_per_prompt, 0)]:
             out.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": hi[1]}],
                         "rejected": [{"role": "assistant", "content": lo[1]}], "task_id": task.task_id,
@@ -97,7 +100,7 @@ def build_pairs(rows: Sequence[Mapping[str, Any]], tasks: Sequence[Task], rule: 
 
 def pairs_from_predictions(predictions: Sequence[Mapping[str, Any]], tasks: Sequence[Task],
                            rule: PairRule = PairRule(), weights: Mapping[str, float] | None = None,
-                           verifier: Any = None) -> list[dict[str, Any]]:
+                           verifier: Any = None, answer_format: str = "solution+tests") -> list[dict[str, Any]]:
     """Verify ``predictions`` (mappings with task_id, completion and optionally sample; one model's samples) against
     their tasks' hidden tests with ``verifier`` (default: the shared one) and ``build_pairs`` from the reports."""
     from rust_rewards.verify.verifier import get_verifier
@@ -115,7 +118,8 @@ def pairs_from_predictions(predictions: Sequence[Mapping[str, Any]], tasks: Sequ
                      "completion": pred["completion"]})
     reports = (verifier or get_verifier()).verify_many([r["completion"] for r in rows],
                                                        hidden=[by_id[r["task_id"]].hidden_tests() for r in rows])
-    return build_pairs([{**r, "report": rep} for r, rep in zip(rows, reports, strict=True)], tasks, rule, weights)
+    return build_pairs([{**r, "report": rep} for r, rep in zip(rows, reports, strict=True)], tasks, rule, weights,
+                       answer_format)
 
 
 def write_pairs(pairs: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
@@ -175,11 +179,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-margin", type=float, default=rule.min_margin)
     parser.add_argument("--keep-format-only", action="store_true", help="keep pairs that differ only in format")
     parser.add_argument("--max-pairs-per-prompt", type=int, default=rule.max_pairs_per_prompt)
+    parser.add_argument("--rewards", default="", help="recipe ranking the samples (default: the one for their "
+                        "answer format: correctness for solution, published for solution+tests)")
     args = parser.parse_args(argv)
     path = Path(args.predictions)
     frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_json(path, lines=True)
+    formats = set(frame["answer_format"]) if "answer_format" in frame.columns else {"solution+tests"}
+    if len(formats) != 1 or not formats <= set(ANSWER_FORMATS):
+        parser.error(f"--predictions {path}: expected one answer format of {ANSWER_FORMATS}, found {sorted(formats)}")
+    answer_format = formats.pop()
+    recipe = args.rewards or next(r.name for r in RECIPES.values() if r.answer_format == answer_format)
+    try:
+        weights = resolve_weights([recipe])
+    except ValueError as err:
+        parser.error(str(err))
     pairs = pairs_from_predictions(frame.to_dict("records"), list(load_tasks(args.tasks)),
-                                   PairRule(args.min_margin, not args.keep_format_only, args.max_pairs_per_prompt))
+                                   PairRule(args.min_margin, not args.keep_format_only, args.max_pairs_per_prompt),
+                                   weights, answer_format=answer_format)
     write_pairs(pairs, args.out)
     print(f"{len(pairs)} pairs of {len({p['task_id'] for p in pairs})} prompts -> {args.out}")
     return 0 if pairs else 1

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
+from rust_rewards.prompts import chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import get_verifier
@@ -23,10 +23,15 @@ from rust_rewards.verify.verifier import get_verifier
 SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification", "verifier_error")
 
 
-def sft_answer(task: Task) -> str | None:
-    """The answer for ``task``: its reference solution and its unit tests as the model's own test module, in one
-    ```rust block (None without a reference solution or unit-shaped tests)."""
-    if not task.reference_code.strip() or task.test_shape != "unit" or not task.reference_tests.strip():
+def sft_answer(task: Task, answer_format: str = "solution+tests") -> str | None:
+    """The answer for ``task`` in ``answer_format``: its reference solution (and, for ``solution+tests``, its unit
+    tests as the model's own test module) in one ```rust block (None without a reference solution or, with tests,
+    unit-shaped tests)."""
+    if not task.reference_code.strip():
+        return None
+    if answer_format == "solution":
+        return f"```rust\n{task.reference_code.strip()}\n```"
+    if task.test_shape != "unit" or not task.reference_tests.strip():
         return None
     lines = [line for line in task.reference_tests.strip("\n").splitlines() if line.strip() != "use super::*;"]
     tests = "\n".join(f"    {line}" if line.strip() else "" for line in "\n".join(lines).strip("\n").splitlines())
@@ -34,9 +39,11 @@ def sft_answer(task: Task) -> str | None:
             "```")
 
 
-def accepted(report: Report) -> bool:
-    """An answer worth imitating: builds, clippy-clean, its own tests and the task's hidden tests pass."""
-    return report.build_ok and report.clippy_ok and report.tests_ok and bool(report.hidden_ok)
+def accepted(report: Report, answer_format: str = "solution+tests") -> bool:
+    """An answer worth imitating: builds, clippy-clean, its own tests (when the format has them) and the task's
+    hidden tests pass."""
+    tests = report.tests_ok or answer_format == "solution"
+    return report.build_ok and report.clippy_ok and tests and bool(report.hidden_ok)
 
 
 @dataclass
@@ -51,8 +58,9 @@ class SFTSet:
 
 
 def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], int] | None = None,
-             max_answer_tokens: int = 0, system_prompt: str = SYSTEM_PROMPT) -> SFTSet:
-    """Verified prompt-completion rows for ``tasks`` (read from ``source``, named in errors).
+             max_answer_tokens: int = 0, answer_format: str = "solution+tests") -> SFTSet:
+    """Verified prompt-completion rows for ``tasks`` (read from ``source``, named in errors), answers in
+    ``answer_format`` under its system prompt.
 
     Answers longer than ``max_answer_tokens`` (as ``count_tokens`` counts; 0: no limit) are skipped: GRPO could
     never generate them within its completion budget.
@@ -60,7 +68,7 @@ def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], i
     out = SFTSet()
     candidates: list[tuple[Task, str]] = []
     for task in tasks:
-        answer = sft_answer(task)
+        answer = sft_answer(task, answer_format)
         if answer is None:
             out.skipped["no_reference" if not task.reference_code.strip() else "tests_not_unit"] += 1
         elif max_answer_tokens and count_tokens is not None and count_tokens(answer) > max_answer_tokens:
@@ -73,10 +81,10 @@ def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], i
         if report.internal_error:
             out.skipped["verifier_error"] += 1
             continue
-        if not accepted(report):
+        if not accepted(report, answer_format):
             out.skipped["failed_verification"] += 1
             continue
-        out.rows.append({"prompt": chat_messages(task.prompt, system_prompt),
+        out.rows.append({"prompt": chat_messages(task.prompt, system_prompt(answer_format)),
                          "completion": [{"role": "assistant", "content": answer}], "task_id": task.task_id})
     if not out.rows:
         raise ValueError(f"{source}: no task has a verified reference answer to train on "

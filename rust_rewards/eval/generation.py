@@ -28,7 +28,7 @@ import pandas as pd
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.cpus import keep_freed_memory
 from rust_rewards.models.gguf import resolve_model
-from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
+from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS, feedback_message
 from rust_rewards.tasks import Task
@@ -36,8 +36,8 @@ from rust_rewards.verify.verifier import Verifier, get_verifier
 
 BACKENDS = ("hf", "vllm")
 
-RUN_COLUMNS = ("model", "base_model", "adapter", "backend", "temperature", "top_p", "max_new_tokens",
-               "greedy", "seed")
+RUN_COLUMNS = ("model", "base_model", "adapter", "backend", "answer_format", "temperature", "top_p",
+               "max_new_tokens", "greedy", "seed")
 """Columns that must match between a resumed run and the rows already written."""
 
 PREDICTION_COLUMNS = ("task_id", "sample", "completion", "completion_tokens", "truncated", *RUN_COLUMNS,
@@ -97,6 +97,7 @@ class Generator(Protocol):
 
     backend: str
     tokenizer: Any
+    system: str
 
     def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str: ...
 
@@ -144,6 +145,8 @@ class HFGenerator:
     """
 
     backend = "hf"
+    system = SYSTEM_PROMPT
+    """The system prompt of the answer format asked for (``make_generator(answer_format=...)``)."""
 
     def __init__(
         self,
@@ -180,7 +183,7 @@ class HFGenerator:
         torch.manual_seed(seed)
 
     def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str:
-        return render_chat(self.tokenizer, task_prompt, repairs=repairs)
+        return render_chat(self.tokenizer, task_prompt, self.system, repairs)
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
         """One completion per prompt; prompts are sorted by length inside to reduce padding."""
@@ -219,6 +222,7 @@ class VLLMGenerator:
     """vLLM offline engine; a LoRA adapter is served with ``LoRARequest`` (no merge needed)."""
 
     backend = "vllm"
+    system = SYSTEM_PROMPT
 
     def __init__(
         self, model: str, adapter: str | None = None, *, seed: int = 0, **engine_kwargs: Any
@@ -236,7 +240,7 @@ class VLLMGenerator:
         self.tokenizer = self.llm.get_tokenizer()
 
     def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str:
-        return render_chat(self.tokenizer, task_prompt, repairs=repairs)
+        return render_chat(self.tokenizer, task_prompt, self.system, repairs)
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
         from vllm import SamplingParams as VSampling
@@ -263,20 +267,25 @@ def vllm_available() -> bool:
 
 def make_generator(
     backend: str, model: str, adapter: str | None = None, *, merge: bool = False, batch_size: int = 8,
-    seed: int = 0,
+    seed: int = 0, answer_format: str = "solution+tests",
 ) -> Generator:
-    """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package and a GPU). A ``.gguf``
-    ``model`` is read from its converted local folder (``rust_rewards.models.gguf``)."""
+    """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package and a GPU), prompting for
+    ``answer_format``. A ``.gguf`` ``model`` is read from its converted local folder (``rust_rewards.models.gguf``)."""
+    system = system_prompt(answer_format)
     model = resolve_model(model)
+    generator: Generator
     if backend == "hf":
-        return HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed)
-    if backend == "vllm":
+        generator = HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed)
+    elif backend == "vllm":
         if not vllm_available():
             raise RuntimeError("backend 'vllm' requested but the vllm package is not installed")
         if merge:
             raise ValueError("--merge applies to the hf backend; vLLM serves the LoRA adapter directly")
-        return VLLMGenerator(model, adapter, seed=seed)
-    raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
+        generator = VLLMGenerator(model, adapter, seed=seed)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
+    generator.system = system
+    return generator
 
 
 def parts_dir(out: str | Path) -> Path:
@@ -321,12 +330,13 @@ def check_compatible(done: pd.DataFrame, run: dict[str, Any], out: str | Path) -
 
 
 def run_columns(
-    params: SamplingParams, *, model: str, base_model: str, adapter: str | None, backend: str
+    params: SamplingParams, *, model: str, base_model: str, adapter: str | None, backend: str,
+    answer_format: str = "solution+tests",
 ) -> dict[str, Any]:
     """The per-run values written on every row (and checked on resume)."""
     sampling = {k: v for k, v in asdict(params).items() if k in RUN_COLUMNS}
     return {"model": model, "base_model": base_model, "adapter": adapter or "", "backend": backend,
-            **sampling}
+            "answer_format": answer_format, **sampling}
 
 
 def generate_predictions(
@@ -343,18 +353,22 @@ def generate_predictions(
     repair_rounds: int = 0,
     feedback_tokens: int = DEFAULT_MAX_TOKENS,
     verifier: Verifier | None = None,
+    answer_format: str = "solution+tests",
 ) -> pd.DataFrame:
     """Generate ``params.n`` completions per task into ``out`` (parquet) and return every row.
 
     Resumable: rows already in ``out`` or its parts folder are skipped. ``progress(done, total)`` is called
     after each chunk, counted in generated completions of this run (the total grows as repair rounds find
     answers to repair). ``repair_rounds`` > 0 adds rounds 1..N (see the module docstring), with feedback of at
-    most ``feedback_tokens`` tokens of the generator's tokenizer, scored by ``verifier`` (default: the shared one).
+    most ``feedback_tokens`` tokens of the generator's tokenizer, scored by ``verifier`` (default: the shared one);
+    ``answer_format`` (the generator's prompt asks for it) is written on every row, and with ``solution`` the repair
+    feedback does not ask for tests.
     """
     if repair_rounds < 0:
         raise ValueError(f"repair_rounds must be >= 0, got {repair_rounds}")
     out = Path(out)
-    run = run_columns(params, model=model, base_model=base_model, adapter=adapter, backend=generator.backend)
+    run = run_columns(params, model=model, base_model=base_model, adapter=adapter, backend=generator.backend,
+                      answer_format=answer_format)
     done = read_done(out)
     check_compatible(done, run, out)
     last = int(done["round"].max()) if "round" in done.columns else 0
@@ -370,7 +384,8 @@ def generate_predictions(
         verifier = verifier or get_verifier()
         for number in range(1, repair_rounds + 1):
             pending = _repairs(tasks, params.n, read_done(out), number, writer, verifier,
-                               lambda report: feedback_message(report, feedback_tokens, count))
+                               lambda report: feedback_message(report, feedback_tokens, count,
+                                                               tests_asked=answer_format == "solution+tests"))
             writer.generate(generator, params, pending, {"round": number}, run, chunk_size)
     result = read_done(out)
     order = {t.task_id: i for i, t in enumerate(tasks)}

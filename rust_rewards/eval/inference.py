@@ -25,6 +25,7 @@ from rust_rewards.eval.generation import (
 )
 from rust_rewards.layout import ADAPTER_DIRS, TASK_FILES
 from rust_rewards.params import param
+from rust_rewards.prompts import ANSWER_FORMATS
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
 from rust_rewards.tasks import Task
 
@@ -47,6 +48,10 @@ class InferenceParams:
     tasks: str = param(f"{PROCESSED_DIR}/{EVAL_FILE}", help="tasks to answer: process_data.py's "
                        "eval.parquet, any task jsonl/parquet, or a Hugging Face dataset", group="Data",
                        files=TASK_FILES)
+    answer_format: str = param("solution", help="what the prompt asks for: `solution` (the requested items alone) or "
+                               "`solution+tests` (with the model's own test module); use the one the model was "
+                               "trained with (its run's params.json)", group="Data", choices=ANSWER_FORMATS)
+    limit: int = param(0, help="answer only the first N tasks (0: all)", group="Data", bounds=(0, None))
     out: str = param("", help="predictions parquet; a rerun with the same file resumes (empty: "
                      f"{PREDICTIONS_DIR}/LABEL.parquet)", group="Output")
     name: str = param("", help="label written to the model column (empty: the model's name, plus the adapter's "
@@ -60,7 +65,6 @@ class InferenceParams:
                                 "truncated)", group="Sampling", bounds=(1, None))
     greedy: bool = param(False, help="greedy decoding: deterministic, needs n = 1", group="Sampling")
     seed: int = param(0, help="random seed of the sampler", group="Sampling", advanced=True)
-    limit: int = param(0, help="answer only the first N tasks (0: all)", group="Data", bounds=(0, None))
     batch_size: int = param(8, help="prompts per generate call (hf backend)", group="Backend", advanced=True,
                             bounds=(1, None))
     chunk_size: int = param(32, help="completions per chunk written to disk (at most what an interrupted run loses)",
@@ -122,15 +126,16 @@ def run_inference(
     tasks = read_tasks(params.tasks, params.limit)
     backend = params.resolved_backend()
     run = run_columns(sampling, model=params.model_name(), base_model=params.model,
-                      adapter=params.adapter or None, backend=backend)
+                      adapter=params.adapter or None, backend=backend, answer_format=params.answer_format)
     check_compatible(read_done(params.out_path()), run, params.out_path())
-    generator = make_generator(backend, params.model, params.adapter or None,
-                               merge=params.merge, batch_size=params.batch_size, seed=params.seed)
+    generator = make_generator(backend, params.model, params.adapter or None, merge=params.merge,
+                               batch_size=params.batch_size, seed=params.seed, answer_format=params.answer_format)
     return generate_predictions(
         tasks, generator, sampling, params.out_path(),
         model=params.model_name(), base_model=params.model, adapter=params.adapter or None,
         chunk_size=params.chunk_size, progress=progress,
         repair_rounds=params.repair_rounds, feedback_tokens=params.feedback_tokens,
+        answer_format=params.answer_format,
     )
 
 

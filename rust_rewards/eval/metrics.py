@@ -378,3 +378,43 @@ def long_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
             lo, hi = s.ci.get(metric, [value, value])
             rows.append({"model": model, "metric": metric, "value": value, "lo": lo, "hi": hi})
     return pd.DataFrame(rows, columns=["model", "metric", "value", "lo", "hi"])
+
+
+def paired_difference(before: Sequence[float], after: Sequence[float], seed: int = 0, resamples: int = 2000,
+                      ) -> tuple[float, float, float]:
+    """Mean per-task difference ``after - before`` (paired by task) and its 95% bootstrap interval over tasks.
+
+    >>> paired_difference([0.0, 0.5, 0.25], [0.25, 0.5, 0.5])[0]
+    0.16666666666666666
+    """
+    diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    boots = np.random.default_rng(seed).choice(diff, size=(resamples, len(diff))).mean(axis=1)
+    low, high = np.percentile(boots, [2.5, 97.5])
+    return float(diff.mean()), float(low), float(high)
+
+
+def detectable_gain(start_rates: Sequence[float], n: int, power: float = 0.8, seed: int = 0, sims: int = 300,
+                    resamples: int = 1000) -> float | None:
+    """The smallest pass@1 gain over ``start_rates`` (the starting model's per-task pass rates) that a paired
+    evaluation of ``n`` samples per task detects with probability ``power``: the share of simulated evaluations
+    (binomial samples before and after, every task's rate raised by the gain, capped at 1) whose 95% bootstrap
+    interval over tasks (``paired_difference``) lies above zero. ``None`` when no gain up to +50 points does.
+    A gain spread evenly over the tasks is the easy case: one concentrated on a few tasks needs more.
+
+    >>> detectable_gain([0.1] * 40, n=16) < detectable_gain([0.1] * 10, n=4)
+    True
+    """
+    rng = np.random.default_rng(seed)
+    rates = np.clip(np.asarray(start_rates, dtype=float), 0.0, 1.0)
+    tasks = len(rates)
+    if tasks < 2 or n < 1:
+        return None
+    picks = rng.integers(0, tasks, size=(resamples, tasks))
+    for gain in np.arange(0.01, 0.505, 0.01):
+        before = rng.binomial(n, rates, size=(sims, tasks)) / n
+        after = rng.binomial(n, np.minimum(rates + gain, 1.0), size=(sims, tasks)) / n
+        diffs = after - before
+        lows = np.percentile(diffs[:, picks].mean(axis=2), 2.5, axis=1)
+        if (lows > 0).mean() >= power:
+            return round(float(gain), 2)
+    return None

@@ -4,6 +4,8 @@ from rust_rewards.rewards.functions import (
     ASYNC_REWARD_FUNCS,
     DEFAULT_WEIGHTS,
     MAX_TOTAL,
+    MAX_VALUES,
+    OWN_TEST_REWARDS,
     REWARD_FUNCS,
     SCORES,
     AsyncVerifiedReward,
@@ -11,6 +13,7 @@ from rust_rewards.rewards.functions import (
     assertion_reward,
     build_reward,
     clippy_reward,
+    format_reward,
     hidden_test_reward,
     non_empty_reward,
     reports_for,
@@ -18,11 +21,15 @@ from rust_rewards.rewards.functions import (
     rewards_from_report,
     test_block_reward,
     test_reward,
+    truncated,
     weighted_total,
 )
+from rust_rewards.rewards.recipes import RECIPES, Recipe, parse_weights, resolve_weights
 
 __all__ = [
-    "ASYNC_REWARD_FUNCS", "DEFAULT_WEIGHTS", "MAX_TOTAL", "REWARD_FUNCS", "SCORES", "AsyncVerifiedReward",
-    "VerifiedReward", "assertion_reward", "build_reward", "clippy_reward", "hidden_test_reward", "non_empty_reward",
-    "reports_for", "reward_functions", "rewards_from_report", "test_block_reward", "test_reward", "weighted_total",
+    "ASYNC_REWARD_FUNCS", "DEFAULT_WEIGHTS", "MAX_TOTAL", "MAX_VALUES", "OWN_TEST_REWARDS", "RECIPES",
+    "REWARD_FUNCS", "SCORES", "AsyncVerifiedReward", "Recipe", "VerifiedReward", "assertion_reward", "build_reward",
+    "clippy_reward", "format_reward", "hidden_test_reward", "non_empty_reward", "parse_weights", "reports_for",
+    "resolve_weights", "reward_functions", "rewards_from_report", "test_block_reward", "test_reward", "truncated",
+    "weighted_total",
 ]

@@ -77,15 +77,21 @@ class Visible:
     own_failures: tuple[TestFailure, ...]
     forbidden: tuple[str, ...]
     timed_out: tuple[str, ...]
+    tests_asked: bool = True
+
+    @property
+    def tests_failed(self) -> bool:
+        """Tests were asked for (answer format ``solution+tests``), it builds, and the own tests did not all pass."""
+        return self.tests_asked and self.build_ok and not self.own_tests.ok
 
     @property
     def passed(self) -> bool:
-        """Code present, it builds, clippy is clean, the own tests all pass and nothing banned is used."""
-        return (self.has_code and self.build_ok and self.clippy_ok and self.own_tests.ok
-                and not self.forbidden)
+        """Code present, it builds, clippy is clean, the own tests (when asked for) all pass and nothing banned is
+        used."""
+        return self.has_code and self.build_ok and self.clippy_ok and not self.tests_failed and not self.forbidden
 
 
-def visible_view(report: Report) -> Visible:
+def visible_view(report: Report, tests_asked: bool = True) -> Visible:
     """The model-visible part of ``report`` (see the module docstring for what is left out and why)."""
     own: list[RenderedDiagnostic] = [
         d for d in split_rendered(report.diagnostics) if d.file == MODEL_FILE and HIDDEN_PREFIX not in d.text
@@ -101,15 +107,18 @@ def visible_view(report: Report) -> Visible:
         own_failures=tuple(libtest_failures(own_run)),
         forbidden=report.source.forbidden,
         timed_out=tuple(p for p in report.timed_out if p in VISIBLE_PHASES),
+        tests_asked=tests_asked,
     )
 
 
 def feedback_message(
-    report: Report, max_tokens: int = DEFAULT_MAX_TOKENS, count_tokens: Callable[[str], int] = approx_tokens
+    report: Report, max_tokens: int = DEFAULT_MAX_TOKENS, count_tokens: Callable[[str], int] = approx_tokens,
+    tests_asked: bool = True,
 ) -> str | None:
     """The follow-up user turn for a completion that failed a check the model may see, else None.
 
-    None when the completion passed build, clippy and its own tests (a failure only the hidden tests see is not
+    None when the completion passed build, clippy and its own tests (``tests_asked``: the answer format asked for
+    them; else build and clippy alone) (a failure only the hidden tests see is not
     reported: hearing about it would leak their verdict) and when the verifier failed internally (nothing the
     model could fix). The message stays within ``max_tokens`` as ``count_tokens`` counts them; its first
     paragraph (the checks that failed and what to do) is always kept.
@@ -128,7 +137,7 @@ def feedback_message(
     """
     if report.internal_error:
         return None
-    seen = visible_view(report)
+    seen = visible_view(report, tests_asked)
     if seen.passed:
         return None
     if not seen.has_code:
@@ -149,12 +158,13 @@ def _headline(seen: Visible) -> str:
                       else "the code does not compile")
     if seen.build_ok and not seen.clippy_ok:
         failed.append(f"clippy ({_count(len(seen.lints), 'lint')})" if seen.lints else "clippy")
-    if seen.build_ok and not seen.own_tests.ok:
+    if seen.tests_failed:
         failed.append(f"your tests ({_tests_state(seen)})")
     if seen.forbidden:
         failed.append("banned constructs")
+    answer = "(solution and tests)" if seen.tests_asked else "(the solution)"
     return (f"Your answer failed these checks: {', '.join(failed)}. Fix the problems below and answer again with "
-            "the complete corrected code (solution and tests) in one ```rust code block. Line numbers count the "
+            f"the complete corrected code {answer} in one ```rust code block. Line numbers count the "
             "lines of your Rust code.")
 
 
@@ -178,7 +188,7 @@ def _sections(seen: Visible) -> list[tuple[str, list[str]]]:
         errors.append("- the build failed without a message located in your code")
     errors += [f"- time limit exceeded while {VISIBLE_PHASES[p]}" for p in seen.timed_out if p != "test"]
     tests: list[str] = []
-    if seen.build_ok and not seen.own_tests.ok:
+    if seen.tests_failed:
         if seen.own_tests.expected == 0:
             tests.append("- no #[test] function found: add a `#[cfg(test)] mod tests` whose tests call your solution")
         elif seen.own_tests.timed_out:

@@ -61,6 +61,10 @@ def test_block_score(r: Report) -> float:
     return 0.5 if r.source.has_test_block else 0.0
 
 
+def format_score(r: Report) -> float:
+    return 1.0 if r.has_code and r.source.code_lines >= 1 else 0.0
+
+
 def assertion_score(r: Report) -> float:
     if not r.build_ok or r.hack_reasons or not r.solution_not_wrong:
         return 0.0
@@ -138,6 +142,17 @@ def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["test_block_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
+def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """1.0 when the answer holds a ```rust block of code that defines the task's required items, else 0.0 (the
+    correctness recipe's format term: no test module asked).
+
+    Example:
+    >>> format_reward(["no code here", "```rust\npub fn a() {}\n```"])
+    [0.0, 1.0]
+    """
+    return [SCORES["format_reward"](r) for r in reports_for(completions, **kwargs)]
+
+
 def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     """0.25 per own test that passes, passes on the reference too, and fails on a wrong variant of the solution
     (a mutant: an assertion a wrong solution could not pass), capped at 1.0; 0.0 when a hidden test fails.
@@ -172,6 +187,7 @@ SCORES: dict[str, Callable[[Report], float | None]] = {
         "test_reward": test_score,
         "non_empty_reward": non_empty_score,
         "test_block_reward": test_block_score,
+        "format_reward": format_score,
         "assertion_reward": assertion_score,
         "hidden_test_reward": hidden_test_score,
     }.items()
@@ -179,21 +195,52 @@ SCORES: dict[str, Callable[[Report], float | None]] = {
 """Reward name -> pure projection of a report (unweighted)."""
 
 REWARD_FUNCS = [
-    build_reward, clippy_reward, test_reward, non_empty_reward, test_block_reward, assertion_reward,
+    build_reward, clippy_reward, test_reward, non_empty_reward, test_block_reward, format_reward, assertion_reward,
     hidden_test_reward,
 ]
 
-DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in SCORES}
-"""Weights per reward name (the scale lives in the values, as in the published runs)."""
+DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in SCORES if name != "format_reward"}
+"""The published recipe's weights per reward name (the scale lives in the values, as in the published runs);
+``format_reward`` belongs to the correctness recipe (``rust_rewards.rewards.recipes``)."""
+
+MAX_VALUES: dict[str, float] = {"build_reward": 1.0, "clippy_reward": 1.0, "test_reward": 2.0, "non_empty_reward": 1.0,
+                                "test_block_reward": 0.5, "format_reward": 1.0, "assertion_reward": 1.0,
+                                "hidden_test_reward": 2.0}
+"""The most each reward pays, unweighted."""
+
+OWN_TEST_REWARDS = ("test_reward", "non_empty_reward", "test_block_reward", "assertion_reward")
+"""Rewards that pay for the model's own test module: only the ``solution+tests`` answer format asks for one."""
 
 MAX_TOTAL = 8.5
-"""The highest weighted total with default weights (6.5 without hidden tests)."""
+"""The highest weighted total of the published recipe (6.5 without hidden tests)."""
+
+
+def truncated(completion_ids: Sequence[Sequence[int]] | None, end_ids: Sequence[int], n: int) -> list[bool]:
+    """Which of ``n`` completions were cut at the length limit: their last token is not an end (``end_ids``: the
+    trainer's end-of-sequence and padding ids, TRL's own test). Unknown (no ids, or no end ids) means not cut.
+
+    >>> truncated([[5, 2], [5, 6]], end_ids=[2], n=2)
+    [False, True]
+    """
+    if not completion_ids or not end_ids:
+        return [False] * n
+    ends = set(end_ids)
+    return [bool(ids) and int(ids[-1]) not in ends for ids in completion_ids]
+
+
+def _unless_cut(values: list[float | None], cut: list[bool]) -> list[float | None]:
+    """No reward for a cut-off answer: 0.0 for truncated completions (``None``, a row without hidden tests,
+    stays ``None``)."""
+    return [None if v is None else 0.0 if c else v for v, c in zip(values, cut, strict=True)]
 
 
 @dataclass
 class VerifiedReward:
     """One reward (``name`` in ``SCORES``) in TRL's shape, computed from ``verifier``'s reports (``None``: the
     process-wide one). It pickles without its verifier: a copy in another process uses that process's verifier.
+
+    ``end_ids`` (the trainer's end-of-sequence and padding token ids, set by ``build_trainer``): a completion whose
+    ``completion_ids`` (passed by TRL) do not end with one was cut at the length limit and earns 0.0.
 
     Example:
     >>> reward = VerifiedReward("build_reward")
@@ -203,6 +250,7 @@ class VerifiedReward:
 
     name: str
     verifier: Verifier | None = None
+    end_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.name not in SCORES:
@@ -210,10 +258,11 @@ class VerifiedReward:
         self.__name__ = self.name  # TRL logs rewards under their callable's name
 
     def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
-        return [SCORES[self.name](r) for r in reports_for(completions, self.verifier, **kwargs)]
+        values = [SCORES[self.name](r) for r in reports_for(completions, self.verifier, **kwargs)]
+        return _unless_cut(values, truncated(kwargs.get("completion_ids"), self.end_ids, len(completions)))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"name": self.name, "verifier": None, "__name__": self.name}
+        return {"name": self.name, "verifier": None, "end_ids": self.end_ids, "__name__": self.name}
 
 
 class AsyncVerifiedReward(VerifiedReward):
@@ -222,7 +271,8 @@ class AsyncVerifiedReward(VerifiedReward):
     async def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:  # type: ignore[override]
         verifier = self.verifier or get_verifier()
         reports = await verifier.averify_many(completions, _hidden(kwargs, len(completions)))
-        return [SCORES[self.name](r) for r in reports]
+        values = [SCORES[self.name](r) for r in reports]
+        return _unless_cut(values, truncated(kwargs.get("completion_ids"), self.end_ids, len(completions)))
 
 
 def reward_functions(verifier: Verifier | None = None, names: Sequence[str] = tuple(SCORES), *,

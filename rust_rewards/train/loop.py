@@ -83,6 +83,8 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     if processes.is_main_process:
         record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint))
     verifier = use_verifier(p, processes)
+    if p.stage == "grpo" and p.pass_rate_k:
+        tasks = filter_tasks(p, tasks, verifier, processes)
     trainer, adapter, stopped = train_stage(p, tasks, sft, pairs, checkpoint, progress, verifier)
     oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo and processes.is_main_process else None
     history = [h for h in trainer.state.log_history if "train_runtime" not in h]
@@ -94,6 +96,21 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
               f"checkpoint-{trainer.state.global_step} kept; run again with the same output dir to resume", flush=True)
     return TrainResult(out, adapter, trainer.state.global_step, checkpoint,
                        history[-1] if history else {}, oxen_error, stopped)
+
+
+def filter_tasks(p: TrainParams, tasks: list[Task], verifier: Verifier, processes: Any) -> list[Task]:
+    """The training tasks the starting policy sometimes passes and sometimes fails (``--pass-rate-k``), sampled on
+    the main process; ``NoSignalError`` (before any training) when too few."""
+    from rust_rewards.train.pass_rates import sample_pass_rates, tasks_with_signal
+
+    if processes.is_main_process:
+        sample_pass_rates(p, tasks, verifier)
+    processes.wait_for_everyone()
+    rates = sample_pass_rates(p, tasks, verifier)  # read back from the run folder
+    kept = tasks_with_signal(p, tasks, rates)
+    if processes.is_main_process:
+        print(f"{rates.verdict()}: training on the {len(kept)} mixed tasks", flush=True)
+    return kept
 
 
 def check_one_stage(out: Path, stage: str) -> None:

@@ -327,6 +327,10 @@ def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
         parts.append(" ".join(f"{name.removesuffix('_reward')} {v:.2f}" for name, v in per_func))
     if logs.get("completions/mean_length") is not None:
         parts.append(f"len {logs['completions/mean_length']:.0f}")
+    if logs.get("completions/clipped_ratio") is not None:
+        parts.append(f"cut {logs['completions/clipped_ratio']:.0%}")
+    if logs.get("frac_reward_zero_std") is not None:
+        parts.append(f"tied groups {logs['frac_reward_zero_std']:.0%}")
     if logs.get("loss") is not None:
         parts.append(f"loss {logs['loss']:.4f}")
     if logs.get("mean_token_accuracy") is not None:

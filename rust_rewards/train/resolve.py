@@ -129,23 +129,14 @@ def check_load_in_4bit(p: TrainParams, this_machine: bool = True) -> None:
 def select_rewards(params: TrainParams, verifier: Verifier | None = None
                    ) -> tuple[list[Callable[..., Any]], dict[str, float]]:
     """The reward functions to train with, on ``verifier`` (default: the process-wide one), as async callables
-    (TRL runs them concurrently), and their weights."""
-    from rust_rewards import rewards as rr
+    (TRL runs them concurrently), and their weights (``rust_rewards.rewards.recipes.resolve_weights``: a recipe
+    name or reward names, and weights; ``ValueError`` naming the flag)."""
+    from rust_rewards.rewards import reward_functions
+    from rust_rewards.rewards.recipes import check_answer_format, resolve_weights
 
-    missing = [n for n in params.rewards if n not in rr.SCORES]
-    if missing or not params.rewards:
-        raise ValueError(f"--rewards: expected one or more of {', '.join(rr.SCORES)}; got {params.rewards}")
-    funcs = rr.reward_functions(verifier, params.rewards, asynchronous=True)
-    weights = {f.__name__: float(rr.DEFAULT_WEIGHTS.get(f.__name__, 1.0)) for f in funcs}
-    for item in filter(None, (s.strip() for s in params.reward_weights.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or name.strip() not in weights:
-            raise ValueError(f"--reward-weights: expected name=weight with name in {sorted(weights)}, got {item!r}")
-        try:
-            weights[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"--reward-weights: {item!r} has a weight that is not a number") from None
-    return funcs, weights
+    weights = resolve_weights(params.rewards, params.reward_weights)
+    check_answer_format(weights, params.answer_format)
+    return reward_functions(verifier, list(weights), asynchronous=True), weights
 
 
 def resolve_params(params: TrainParams) -> TrainParams:

@@ -10,7 +10,7 @@ from typing import Any
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.sft_rows import SFTSet, sft_rows
-from rust_rewards.prompts import FEEDBACK_INSTRUCTIONS, SYSTEM_PROMPT, chat_messages
+from rust_rewards.prompts import chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
@@ -32,12 +32,12 @@ def load_train_tasks(params: TrainParams) -> list[Task]:
     return tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
 
 
-def task_dataset(tasks: Sequence[Task], feedback: bool = False) -> Any:
-    """A ``datasets.Dataset`` with a conversational ``prompt`` and the columns reward functions read; with
-    ``feedback`` the system prompt also offers the ``cargo_check`` tool."""
+def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: str = "solution+tests") -> Any:
+    """A ``datasets.Dataset`` with a conversational ``prompt`` (asking for ``answer_format``) and the columns reward
+    functions read; with ``feedback`` the system prompt also offers the ``cargo_check`` tool."""
     from datasets import Dataset
 
-    system = SYSTEM_PROMPT + FEEDBACK_INSTRUCTIONS if feedback else SYSTEM_PROMPT
+    system = system_prompt(answer_format, feedback)
     rows = []
     for task in tasks:
         row = {**task.to_row(), "task_prompt": task.prompt}
@@ -58,7 +58,7 @@ def sft_data(p: TrainParams, tasks: Sequence[Task]) -> SFTSet:
 
     tokenizer = AutoTokenizer.from_pretrained(p.model)
     return sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
-                    p.max_completion_length)
+                    p.max_completion_length, answer_format=p.answer_format)
 
 
 def run_callbacks(p: TrainParams, log: Any, progress: Progress | None) -> list[Any]:
@@ -88,7 +88,8 @@ def eval_callbacks(p: TrainParams) -> list[Any]:
     sampling = SamplingParams(n=p.eval_n, temperature=p.temperature, top_p=p.top_p, seed=p.seed,
                               max_new_tokens=p.eval_max_new_tokens or p.max_completion_length)
     tokenizer = AutoTokenizer.from_pretrained(p.model, padding_side="left")
-    return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb)]
+    return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb,
+                                answer_format=p.answer_format)]
 
 
 def with_our_callbacks_first(trainer: Any) -> Any:
@@ -171,11 +172,15 @@ def build_trainer(
         model=trainer_model(p),
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
-        train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0),
+        train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0, answer_format=p.answer_format),
         peft_config=None if p.init_adapter else lora_config(p),
         callbacks=run_callbacks(p, log, progress) + eval_callbacks(p),
         tools=[cargo_check] if p.feedback_turns else None,
     )
+    tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+    end_ids = (*trainer.eos_token_ids, tokenizer.pad_token_id)
+    for func in funcs:  # no reward for an answer cut at the length limit (TRL's own truncation test)
+        func.end_ids = tuple(int(i) for i in end_ids if i is not None)
     for callback in trainer.callback_handler.callbacks:
         if hasattr(callback, "use_rollout_engine"):
             callback.use_rollout_engine(trainer)

@@ -103,10 +103,12 @@ def length_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
     return line_chart(series, "Completion length", "tokens")
 
 
-def clipped_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Share of completions cut at max_completion_length."""
-    series = metric_series(metrics, {"clipped ratio": "completions/clipped_ratio"}, smoothing)
-    return line_chart(series, "Clipped completions", "share", percent=True)
+def signal_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
+    """Where GRPO's signal goes: the share of completions cut at max_completion_length (no reward, masked from the
+    loss with ``--mask-truncated-completions``) and of groups whose rewards were all equal (zero advantage)."""
+    series = metric_series(metrics, {"cut at the length limit": "completions/clipped_ratio",
+                                     "groups all tied (no signal)": "frac_reward_zero_std"}, smoothing)
+    return line_chart(series, "Cut-off answers and tied groups", "share", percent=True)
 
 
 def policy_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:

@@ -12,7 +12,8 @@ import marimo as mo
 
 from rust_rewards.layout import METRICS_FILE
 from rust_rewards.params import info_of
-from rust_rewards.rewards import DEFAULT_WEIGHTS
+from rust_rewards.rewards import SCORES
+from rust_rewards.rewards.recipes import RECIPES, parse_weights, resolve_weights, weights_table
 from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.jobs import TrainJob, cli_flags
 from rust_rewards.train.resolve import validate_params
@@ -41,19 +42,41 @@ def form_controls(defaults: TrainParams) -> tuple[Any, Any]:
 
 def form_params(preset: str, values: Mapping[str, Any], weights: Mapping[str, float]) -> TrainParams:
     """Validated params from the form: its controls' values and a weight per selected reward (``ValueError``
-    naming the flag, as on the command line)."""
-    changed = ",".join(f"{name}={w:g}" for name, w in weights.items() if w != DEFAULT_WEIGHTS.get(name, 1.0))
+    naming the flag, as on the command line). Only weights that differ from the pick's defaults (a recipe's, else
+    1.0) are written to ``reward_weights``."""
+    try:
+        defaults = resolve_weights(values.get("rewards", []))
+    except ValueError:
+        defaults = {}  # the pick itself is refused below, naming --rewards
+    changed = ",".join(f"{name}={float(w):g}" for name, w in weights.items() if defaults.get(name) != w)
     return validate_params(params_from_mapping({"preset": preset, **values, "reward_weights": changed}))
 
 
+def start_weights(selected: Sequence[str], defaults: TrainParams) -> dict[str, float]:
+    """The rewards a pick stands for (a recipe: its rewards) and their starting weights: the pick's (a recipe's,
+    else 1.0) with ``defaults``' own weights over them where they name the same rewards; none for a pick that is
+    refused."""
+    try:
+        weights = resolve_weights(selected)
+    except ValueError:
+        return {}
+    own = defaults.reward_weights.strip()
+    mine = RECIPES[own].weights if own in RECIPES else parse_weights(own, list(SCORES))
+    return {name: mine.get(name, weight) for name, weight in weights.items()}
+
+
 def reward_weight_controls(selected: Sequence[str], defaults: TrainParams) -> Any:
-    """One weight control per selected reward, starting from ``defaults``' weights."""
-    weights = dict(DEFAULT_WEIGHTS)
-    for item in filter(None, (s.strip() for s in defaults.reward_weights.split(","))):
-        name, _, value = item.partition("=")
-        weights[name.strip()] = float(value)
-    return mo.ui.dictionary({name: mo.ui.number(start=0.0, stop=100.0, step=0.1, value=weights.get(name, 1.0),
-                                                label=f"weight of {name}") for name in selected})
+    """One weight control per reward of the pick (a recipe: each of its rewards), from ``start_weights``."""
+    return mo.ui.dictionary({name: mo.ui.number(start=0.0, stop=100.0, step=0.05, value=weight,
+                                                label=f"weight of {name}")
+                             for name, weight in start_weights(selected, defaults).items()})
+
+
+def weights_view(p: TrainParams) -> Any:
+    """The rewards ``p`` trains with: each weight and the most it adds to the total (markdown table)."""
+    table = weights_table(resolve_weights(p.rewards, p.reward_weights))
+    return mo.md(f"**Rewards** (`{', '.join(p.rewards)}`, answer format `{p.answer_format}`): the total is the "
+                 f"weighted sum; a cut-off answer earns nothing\n\n{table}")
 
 
 def field_problem(message: str) -> Any:
