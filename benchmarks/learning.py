@@ -53,6 +53,7 @@ from rust_rewards.eval.metrics import detectable_gain, paired_difference, wilson
 from rust_rewards.prompts import ANSWER_FORMATS  # noqa: E402
 from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
+from rust_rewards.train.pass_rates import PassRates  # noqa: E402
 
 METRICS = {"build": "build_ok", "clippy": "clippy_ok", "own tests": "tests_ok", "hidden pass@1": "hidden_ok"}
 OWN_TESTS = "own tests"
@@ -270,10 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps:
         filtered = out / "grpo" / "pass_rates.json"
         if filtered.is_file():
-            saved = json.loads(filtered.read_text())
-            mixed = sum(0 < v < saved["k"] for v in saved["passed"].values())
-            lines += ["", f"pass-rate filter: {mixed} of {len(saved['passed'])} training tasks mixed at "
-                      f"{saved['k']} samples each ({saved['seconds']:.0f} s); GRPO trained on those"]
+            rates = PassRates(**json.loads(filtered.read_text()))
+            lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.mixed())} with unequal rewards"]
         if (out / "grpo" / "metrics.jsonl").is_file():
             lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())

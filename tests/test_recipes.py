@@ -242,10 +242,11 @@ def test_the_run_records_its_answer_format_and_inference_asks_for_it():
 
 
 def test_the_pass_rate_filter_keeps_mixed_tasks_and_says_no_go_before_training():
-    rates = PassRates(4, {"a": 0, "b": 2, "c": 4, "d": 1}, {})
-    assert rates.mixed() == ["b", "d"]
-    assert rates.verdict().startswith("pass-rate filter (4 samples per task, 0 s): 2 of 4 training tasks mixed, "
-                                      "1 never passed, 1 always passed")
+    totals = {"a": [0.0] * 4, "b": [2.35, 0.35, 0.0, 2.35], "c": [2.35] * 4, "d": [0.0, 0.35, 0.0, 0.0]}
+    rates = PassRates(4, {"a": 0, "b": 2, "c": 4, "d": 0}, totals, {})
+    assert rates.mixed() == ["b", "d"]  # d: no hidden-test pass, but a build that the others lack
+    assert rates.verdict() == ("pass-rate filter (4 samples per task, 0 s): 2 of 4 training tasks have unequal "
+                               "rewards; hidden tests: 1 mixed, 2 never passed, 1 always passed (6/16)")
     tasks = [ADD.__class__(**{**ADD.__dict__, "task_id": t}) for t in "abcd"]
     p = preset_params("smollm2-cpu")
     assert [t.task_id for t in tasks_with_signal(p.__class__(**{**p.__dict__, "min_mixed_tasks": 2}), tasks,
@@ -259,11 +260,14 @@ def test_pass_rates_are_sampled_verified_written_and_reused(tiny_model_dir, tmp_
                              "pass_rate_k": 2, "max_completion_length": 16})
     rates = sample_pass_rates(p, [ADD], get_verifier())
     assert rates.k == 2 and set(rates.passed) == {ADD.task_id} and 0 <= rates.passed[ADD.task_id] <= 2
+    assert len(rates.totals[ADD.task_id]) == 2 and all(0.0 <= t <= MAX_TOTAL for t in rates.totals[ADD.task_id])
     saved = json.loads((tmp_path / "pass_rates.json").read_text())
     assert saved["passed"] == rates.passed and saved["setup"]["answer_format"] == p.answer_format
     saved["passed"][ADD.task_id] = 7  # reused as written when nothing changed
     (tmp_path / "pass_rates.json").write_text(json.dumps(saved))
     assert sample_pass_rates(p, [ADD], get_verifier()).passed[ADD.task_id] == 7
+    other = dataclasses.replace(p, temperature=0.5)  # another setup samples again
+    assert sample_pass_rates(other, [ADD], get_verifier()).passed[ADD.task_id] != 7
 
 
 # --- evaluation power ----------------------------------------------------------------------------------------------

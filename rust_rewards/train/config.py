@@ -128,11 +128,10 @@ class TrainParams:
     mask_truncated_completions: bool = param(True, help="leave completions cut at the length limit out of the loss "
                                              "(they also earn no reward)", group="GRPO", advanced=True)
     pass_rate_k: int = param(0, help="before GRPO, sample the starting policy K times per training task and keep "
-                             "the tasks it sometimes passes and sometimes fails (0: train on every task)",
+                             "the tasks whose K rewards are not all equal (0: train on every task)",
                              group="GRPO", bounds=(0, 64))
     min_mixed_tasks: int = param(4, help="with --pass-rate-k: stop before training when fewer tasks than this have "
-                                 "a mix of passes and failures (no GRPO signal)", group="GRPO", advanced=True,
-                                 bounds=(1, None))
+                                 "unequal rewards (no GRPO signal)", group="GRPO", advanced=True, bounds=(1, None))
     beta: float = param(0.0, help="KL penalty to the base model (0: no reference model)", group="GRPO",
                         advanced=True, bounds=(0.0, 10.0), step=0.01)
     top_p: float = param(1.0, help="nucleus sampling of the rollouts", group="GRPO", advanced=True,

@@ -20,6 +20,8 @@ from typing import Any
 from rust_rewards.atomic import write_json_atomic
 from rust_rewards.eval.generation import SamplingParams, make_generator
 from rust_rewards.layout import PASS_RATES_FILE
+from rust_rewards.rewards import rewards_from_report, weighted_total
+from rust_rewards.rewards.recipes import resolve_weights
 from rust_rewards.tasks import Task
 from rust_rewards.train.config import TrainParams
 from rust_rewards.verify.verifier import Verifier
@@ -31,30 +33,33 @@ class NoSignalError(ValueError):
 
 @dataclass(frozen=True)
 class PassRates:
-    """Hidden-test passes of ``k`` samples per training task (a cut-off answer counts as a failure)."""
+    """``k`` samples per training task: hidden-test passes (a cut-off answer counts as a failure) and each sample's
+    weighted reward total."""
 
     k: int
     passed: dict[str, int]
+    totals: dict[str, list[float]]
     setup: dict[str, Any]
     seconds: float = 0.0
 
     def mixed(self) -> list[str]:
-        """Tasks passed by some samples and failed by others."""
-        return [t for t, n in self.passed.items() if 0 < n < self.k]
+        """Tasks whose samples' rewards are not all equal (a GRPO group of them has a signal)."""
+        return [t for t, values in self.totals.items() if max(values) > min(values)]
 
     def verdict(self) -> str:
-        """One line: how many tasks always pass, never pass, or have a mix."""
+        """One line: how many tasks have a signal, how many of them a mix of hidden-test passes and failures."""
+        hidden = sum(0 < n < self.k for n in self.passed.values())
         always = sum(n == self.k for n in self.passed.values())
         never = sum(n == 0 for n in self.passed.values())
-        total = sum(self.passed.values())
         return (f"pass-rate filter ({self.k} samples per task, {self.seconds:.0f} s): {len(self.mixed())} of "
-                f"{len(self.passed)} training tasks mixed, {never} never passed, {always} always passed; "
-                f"hidden-test pass rate {total}/{self.k * len(self.passed)}")
+                f"{len(self.passed)} training tasks have unequal rewards; hidden tests: {hidden} mixed, {never} "
+                f"never passed, {always} always passed ({sum(self.passed.values())}/{self.k * len(self.passed)})")
 
 
 def _setup(p: TrainParams) -> dict[str, Any]:
     """What the counts depend on: a resumed run reuses them only when all of it is unchanged."""
     return {"model": p.model, "init_adapter": p.init_adapter, "answer_format": p.answer_format, "k": p.pass_rate_k,
+            "rewards": p.rewards, "reward_weights": p.reward_weights,
             "temperature": p.temperature, "top_p": p.top_p, "max_new_tokens": p.max_completion_length,
             "seed": p.seed, "data": p.data, "max_tasks": p.max_tasks}
 
@@ -68,7 +73,7 @@ def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier,
     if path.is_file():
         saved = json.loads(path.read_text())
         if saved.get("setup") == setup and set(saved.get("passed", {})) == {t.task_id for t in tasks}:
-            return PassRates(saved["k"], saved["passed"], saved["setup"], saved.get("seconds", 0.0))
+            return PassRates(saved["k"], saved["passed"], saved["totals"], saved["setup"], saved.get("seconds", 0.0))
     began = time.monotonic()
     generator = make_generator("hf", p.model, p.init_adapter or None, batch_size=batch_size, seed=p.seed,
                                answer_format=p.answer_format)
@@ -77,16 +82,20 @@ def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier,
     work = [task for task in tasks for _ in range(p.pass_rate_k)]
     gens = generator.generate([generator.render(task.prompt) for task in work], sampling)
     reports = verifier.verify_many([g.text for g in gens], hidden=[task.hidden_tests() for task in work])
+    weights = resolve_weights(p.rewards, p.reward_weights)
     passed = {task.task_id: 0 for task in tasks}
+    totals: dict[str, list[float]] = {task.task_id: [] for task in tasks}
     for task, gen, report in zip(work, gens, reports, strict=True):
         passed[task.task_id] += int(bool(report.hidden_ok) and not gen.truncated)
-    rates = PassRates(p.pass_rate_k, passed, setup, time.monotonic() - began)
+        totals[task.task_id].append(0.0 if gen.truncated else weighted_total(rewards_from_report(report), weights))
+    rates = PassRates(p.pass_rate_k, passed, totals, setup, time.monotonic() - began)
     write_json_atomic(asdict(rates), path)
     return rates
 
 
 def tasks_with_signal(p: TrainParams, tasks: Sequence[Task], rates: PassRates) -> list[Task]:
-    """The tasks ``rates`` found mixed, in their order; ``NoSignalError`` when fewer than ``p.min_mixed_tasks``."""
+    """The tasks ``rates`` found with unequal rewards, in their order; ``NoSignalError`` when fewer than
+    ``p.min_mixed_tasks``."""
     mixed = set(rates.mixed())
     if len(mixed) < p.min_mixed_tasks:
         raise NoSignalError(
