@@ -196,14 +196,15 @@ class Report:
                 kwargs[f.name] = tuple(kwargs[f.name])
         return cls(**{k: v for k, v in kwargs.items() if k in {f.name for f in fields(cls)}})
 
-    def flat(self) -> dict[str, Any]:
-        """One flat row for tables and parquet (what eval and viz read)."""
+    def flat(self, tests_asked: bool = True) -> dict[str, Any]:
+        """One flat row for tables and parquet (what eval and viz read). ``tests_asked=False`` (an answer format
+        without a test module): ``tests_ok`` is None, not a failure."""
         hidden = self.hidden_tests
         return {
             "has_code": self.has_code,
             "build_ok": self.build_ok,
             "clippy_ok": self.clippy_ok,
-            "tests_ok": self.tests_ok,
+            "tests_ok": self.tests_ok if tests_asked else None,
             "tests_passed": self.own_tests.passed,
             "tests_failed": self.own_tests.failed,
             "tests_ignored": self.own_tests.ignored,

@@ -284,3 +284,25 @@ def test_detectable_gain_shrinks_with_more_samples_and_tasks():
 
 def test_a_report_without_code_earns_no_format_reward():
     assert rewards_from_report(Report(has_code=False))["format_reward"] == 0.0
+
+
+def test_eval_reads_the_answer_format_and_does_not_count_unasked_tests_as_failures(tmp_path):
+    import pandas as pd
+
+    from rust_rewards.eval.metrics import hack_reasons, summarize_model
+    from rust_rewards.eval.scoring import read_predictions, score_predictions
+    from rust_rewards.runs.records import verdict
+
+    solution, tested = tmp_path / "solution.parquet", tmp_path / "tested.parquet"
+    pd.DataFrame({"task_id": [ADD.task_id], "completion": [CORRECT], "answer_format": ["solution"]}).to_parquet(
+        solution)
+    pd.DataFrame({"task_id": [ADD.task_id], "completion": [CORRECT]}).to_parquet(tested)  # written before formats
+    results = score_predictions([ADD], read_predictions([solution, tested]))
+    by_model = {m: rows for m, rows in results.groupby("model")}
+    row = by_model["solution"].iloc[0].to_dict()
+    assert row["tests_ok"] is None and row["build_ok"] and row["hidden_ok"]
+    assert hack_reasons(row) == [] and verdict(row) == "clippy clean"
+    assert summarize_model(by_model["solution"]).test_rate is None
+    old = by_model["tested"].iloc[0].to_dict()
+    assert old["tests_ok"] is False and "no_tests" in hack_reasons(old) and verdict(old) == "tests fail"
+    assert summarize_model(by_model["tested"]).test_rate == 0.0

@@ -92,8 +92,10 @@ def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
         df["model"] = df["model"].astype(str)
         if "sample" not in df.columns:
             df["sample"] = df.groupby(["model", "task_id"]).cumcount()
+        if "answer_format" not in df.columns:  # predictions written before answer formats asked for tests
+            df["answer_format"] = "solution+tests"
         frames.append(df[["model", "task_id", "sample", *(["round"] if "round" in df.columns else []),
-                          "completion", "origin"]])
+                          "completion", "answer_format", "origin"]])
     preds = pd.concat(frames, ignore_index=True)
     keys = ["model", "task_id", "sample"]
     if "round" in preds.columns:
@@ -122,7 +124,7 @@ def score_predictions(
     """Verify every prediction against its task's hidden tests: one row per completion.
 
     Columns: model, task_id, sample, (round,) completion, every key of ``Report.flat()`` (``internal_error``
-    included).
+    included; ``tests_ok`` None for answers whose ``answer_format`` asked for no test module).
     A completion without code scores ``hidden_ok=False`` on a task with hidden tests (it stays in the pass@k
     denominator); one the verifier failed on internally has ``hidden_ok`` null and is reported, not scored.
     An unknown task id raises, naming the prediction row.
@@ -145,7 +147,9 @@ def score_predictions(
         hidden=[hidden[tid] for tid in predictions["task_id"]],
         progress=progress,
     )
-    flat = pd.DataFrame([report.flat() for report in reports], index=predictions.index)
+    asked = (predictions["answer_format"] != "solution") if "answer_format" in predictions else [True] * len(reports)
+    flat = pd.DataFrame([report.flat(bool(tests)) for report, tests in zip(reports, asked, strict=True)],
+                        index=predictions.index)
     crashed = int((flat["internal_error"] != "").sum())
     if crashed:
         log.warning("the verifier failed internally on %d completion(s): see column internal_error", crashed)

@@ -53,8 +53,10 @@ class RunLogCallback(TrainerCallback):
 
     def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
                  reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
-                 forget: Callable[[], object] | None = None, feedback: bool = False) -> None:
+                 forget: Callable[[], object] | None = None, feedback: bool = False,
+                 tests_asked: bool = True) -> None:
         self.out_dir = Path(out_dir)
+        self.tests_asked = tests_asked
         self.recorder = recorder
         self.weights = weights
         self.reports_for = reports_for
@@ -82,7 +84,7 @@ class RunLogCallback(TrainerCallback):
         reports = [self.reports_for(batch.completions, batch.columns) for batch in batches]
         local = StepHealth.of(state.global_step, [r for batch_reports in reports for r in batch_reports])
         write = self.completions_every > 0 and state.global_step % self.completions_every == 0
-        frames = [completion_rows(state.global_step, batch, self.weights, batch_reports)
+        frames = [completion_rows(state.global_step, batch, self.weights, batch_reports, self.tests_asked)
                   for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
         tools = sum((tool_use(b.completions, r) for b, r in zip(batches, reports, strict=True)), ToolUse()) \
             if self.feedback else ToolUse()

@@ -165,7 +165,8 @@ def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling:
         hidden = {task.task_id: task.hidden_tests() for task in tasks}
         reports = get_verifier().verify_many([g.text for g in gens], hidden=[hidden[t.task_id] for t, _ in work])
     rows = [{"model": label, "task_id": task.task_id, "sample": sample, "completion": gen.text,
-             "completion_tokens": gen.tokens, "truncated": gen.truncated, **report.flat()}
+             "completion_tokens": gen.tokens, "truncated": gen.truncated,
+             **report.flat(tests_asked=answer_format == "solution+tests")}
             for (task, sample), gen, report in zip(work, gens, reports, strict=True)]
     return pd.DataFrame(rows)
 

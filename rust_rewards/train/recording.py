@@ -168,9 +168,10 @@ def _finite(value: float | None) -> float | None:
 
 
 def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
-                    reports: Sequence[Report]) -> pd.DataFrame:
+                    reports: Sequence[Report], tests_asked: bool = True) -> pd.DataFrame:
     """One row per completion: step, task, prompt, completion, weighted reward, each reward, verdict (the
-    ``sample`` number is given per step, over all batches and processes, by ``RunLogCallback``)."""
+    ``sample`` number is given per step, over all batches and processes, by ``RunLogCallback``; ``tests_asked``:
+    the answer format asks for a test module, else ``tests_ok`` is None)."""
     if len(reports) != len(batch.completions):
         raise ValueError(f"{len(reports)} reports for {len(batch.completions)} completions")
     task_ids = batch.columns.get("task_id") or [""] * len(batch.completions)
@@ -187,7 +188,7 @@ def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
             "tool_calls": len(tool_calls(completion)),
             "reward": total if any(v is not None for v in values.values()) else None,
             **values,
-            **report.flat(),
+            **report.flat(tests_asked),
         })
     frame = pd.DataFrame(rows)
     for column in ("reward", *batch.rewards, "verify_seconds"):

@@ -167,7 +167,7 @@ def build_trainer(
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
     log = RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
-                         feedback=p.feedback_turns > 0)
+                         feedback=p.feedback_turns > 0, tests_asked=p.answer_format == "solution+tests")
     trainer = GRPOTrainer(
         model=trainer_model(p),
         reward_funcs=recorder.wrapped,
