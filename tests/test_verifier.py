@@ -114,7 +114,7 @@ def test_passing_completion(verifier):
     assert (report.own_tests.passed, report.own_tests.failed) == (2, 0)
     assert rewards.rewards_from_report(report) == {
         "build_reward": 1.0, "clippy_reward": 1.0, "test_reward": 2.0, "non_empty_reward": 1.0,
-        "test_block_reward": 0.5, "assertion_reward": 0.5, "hidden_test_reward": None,
+        "test_block_reward": 0.5, "format_reward": 1.0, "assertion_reward": 0.5, "hidden_test_reward": None,
     }
 
 
@@ -262,7 +262,7 @@ def test_reward_functions_match_report_projections():
         values = fn(completions)
         assert len(values) == 2
         assert values[1] in (0.0, None)
-    assert set(rewards.DEFAULT_WEIGHTS) == {f.__name__ for f in rewards.REWARD_FUNCS}
+    assert set(rewards.DEFAULT_WEIGHTS) | {"format_reward"} == {f.__name__ for f in rewards.REWARD_FUNCS}
 
 
 # ---- command line and errors ---------------------------------------------------------------------------------

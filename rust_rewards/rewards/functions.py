@@ -147,7 +147,7 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     correctness recipe's format term: no test module asked).
 
     Example:
-    >>> format_reward(["no code here", "```rust\npub fn a() {}\n```"])
+    >>> format_reward(["no code here", "```rust\\npub fn a() {}\\n```"])
     [0.0, 1.0]
     """
     return [SCORES["format_reward"](r) for r in reports_for(completions, **kwargs)]
