@@ -129,21 +129,19 @@ def undo_cli_splits(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def usage(cls: type) -> str:
-    """Every parameter of ``cls`` as the command line takes it, by group, with its help, default and choices."""
+    """Every parameter of ``cls`` as the command line takes it, by group (each group once, in the order of its first
+    field), with its help, default and choices."""
     hints = typing.get_type_hints(cls)
-    lines: list[str] = []
-    group = None
+    groups: dict[str, list[str]] = {}
     for f in dataclasses.fields(cls):
         info = f.metadata.get("param", ParamInfo(help=""))
-        if info.group != group:
-            group = info.group
-            lines.append(f"\n{group or 'Options'}:")
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
         kind = getattr(hints[f.name], "__name__", str(hints[f.name]))
         extra = f" (one of: {', '.join(map(str, info.choices))})" if info.choices else ""
-        lines.append(f"  {flag_name(f.name)} {kind.upper()}  {info.help}{extra} [default: {default!r}]")
-    return "\n".join(lines).lstrip("\n") + "\n"
+        groups.setdefault(info.group or "Options", []).append(
+            f"  {flag_name(f.name)} {kind.upper()}  {info.help}{extra} [default: {default!r}]")
+    return "\n".join(f"\n{group}:\n" + "\n".join(lines) for group, lines in groups.items()).lstrip("\n") + "\n"
 
 
 def exit_with_usage_if_asked(cls: type, values: Mapping[str, Any], prog: str) -> None:

@@ -19,7 +19,7 @@ def workspace() -> Path:
     return Path(os.environ.get(ENV) or os.getcwd()).resolve()
 
 
-def use_workspace(folder: str | os.PathLike[str]) -> Path:
-    """Make ``folder`` the workspace of this process and of the processes it starts."""
+def use_workspace(folder: str | os.PathLike[str]) -> None:
+    """Make ``folder`` the workspace of this process and of the processes it starts. Returns nothing: it ends a
+    notebook's setup cell, where marimo would show a returned path as the page's first output."""
     os.environ[ENV] = str(Path(folder).resolve())
-    return workspace()

@@ -12,7 +12,7 @@ import pytest
 from rust_rewards.data.pipeline import ProcessParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.eval.scoring import EvalParams
-from rust_rewards.params import flag_name
+from rust_rewards.params import flag_name, usage
 from rust_rewards.train.config import TrainParams
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,3 +33,10 @@ def test_help_lists_every_parameter_and_exits_0(notebook):
     assert out.stdout.startswith(f"usage: python {notebook}")
     missing = [flag for flag in _flags(notebook) if f"{flag} " not in out.stdout]
     assert missing == []
+
+
+def test_usage_prints_each_group_once():
+    for cls in (TrainParams, InferenceParams, EvalParams, ProcessParams):
+        headers = [line for line in usage(cls).splitlines() if line and not line.startswith(" ")]
+        assert len(headers) == len(set(headers)), (cls.__name__, headers)
+        assert sum(line.startswith("  --") for line in usage(cls).splitlines()) == len(dataclasses.fields(cls))
