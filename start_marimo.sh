@@ -17,7 +17,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 port="${MARIMO_PORT:-2700}"
 host="${MARIMO_HOST:-127.0.0.1}"
-token="${MARIMO_TOKEN:-test1234}"
+token="${MARIMO_TOKEN-test1234}"  # set but empty stays empty (refused below); unset gets the default
+if [[ -n "${MARIMO_TOKEN+set}" ]]; then token_source="from MARIMO_TOKEN"; else token_source="the default test1234"; fi
 
 if [[ -x "$repo/.venv/bin/marimo" ]]; then
     marimo="$repo/.venv/bin/marimo"
@@ -60,7 +61,7 @@ trap 'exit 130' INT
 printf '%s' "$token" >"$token_file"
 
 cd "$repo"
-echo "start_marimo.sh: serving $repo on http://$host:$port (token from MARIMO_TOKEN)" >&2
+echo "start_marimo.sh: serving $repo on http://$host:$port (token: $token_source)" >&2
 "$marimo" edit "$repo" --headless --host "$host" --port "$port" \
     --token-password-file "$token_file" --skip-update-check "$@" &
 child=$!

@@ -63,3 +63,9 @@ def test_refuses_network_host_with_default_token(tmp_path: Path) -> None:
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert "default token" in done.stderr
+
+
+def test_an_empty_token_is_refused_not_replaced_by_the_default() -> None:
+    env = {**os.environ, "MARIMO_HOST": "127.0.0.1", "MARIMO_PORT": str(free_port()), "MARIMO_TOKEN": ""}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2 and "MARIMO_TOKEN is empty" in done.stderr

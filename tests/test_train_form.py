@@ -149,6 +149,7 @@ def test_form_values_and_weights_apply_onto_the_preset():
     ({"gradient_accumulation_steps": 3, "per_device_train_batch_size": 2, "num_generations": 4}, {},
      r"^--num-generations 4 must divide .* \(6\)"),
     ({"max_steps": -2}, {}, r"^--max-steps must be >= -1, got -2$"),
+    ({"max_steps": 0}, {}, r"^--max-steps 0 would still train one step"),
     ({"loss_type": "ppo"}, {}, r"^--loss-type: expected one of dapo, grpo, .*; got ppo$"),
     ({"feedback_turns": 2}, {}, r"^--feedback-turns 2: .* --max-completion-length 128, .*use at least"),
     ({"resume": "nowhere/checkpoint-9"}, {}, r"^--resume: expected one of .* or a checkpoint folder"),

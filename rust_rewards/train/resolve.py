@@ -43,6 +43,9 @@ def validate_params(p: TrainParams) -> TrainParams:
     hints = typing.get_type_hints(TrainParams)
     for name, info in info_of(TrainParams).items():
         coerce_value(flag_name(name), hints[name], getattr(p, name), info)
+    if p.max_steps == 0:
+        raise ValueError("--max-steps 0 would still train one step: give a positive number of steps, or -1 for "
+                         "--num-train-epochs over the data")
     if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
         raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
     if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
