@@ -40,3 +40,29 @@ def test_usage_prints_each_group_once():
         headers = [line for line in usage(cls).splitlines() if line and not line.startswith(" ")]
         assert len(headers) == len(set(headers)), (cls.__name__, headers)
         assert sum(line.startswith("  --") for line in usage(cls).splitlines()) == len(dataclasses.fields(cls))
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["eval.py", "--tasks", "qwen3-rust-finetune/easy_tasks.jsonl", "--predictions", "no/such.parquet"],
+     "eval.py: --predictions: no such file: no/such.parquet"),
+    (["inference.py", "--model", "no/such/model", "--tasks", "no/such.jsonl"],
+     "inference.py: --tasks: no such file: no/such.jsonl"),
+    (["process_data.py", "--source", "no/such.jsonl"], "process_data.py: --source: no such file: no/such.jsonl"),
+])
+def test_a_users_mistake_in_a_script_is_one_line_and_exit_2(argv, line, tmp_path):
+    proc = subprocess.run([sys.executable, *argv, "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == line
+
+
+def test_an_unknown_task_id_in_eval_is_one_line(tmp_path):
+    import pandas as pd
+
+    predictions = tmp_path / "p.parquet"
+    pd.DataFrame({"task_id": ["no-such-task"], "completion": ["x"]}).to_parquet(predictions)
+    proc = subprocess.run([sys.executable, "eval.py", "--tasks", "qwen3-rust-finetune/easy_tasks.jsonl",
+                           "--predictions", str(predictions), "--out", str(tmp_path / "e")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"eval.py: {predictions}:1: task_id 'no-such-task' is not")

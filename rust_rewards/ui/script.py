@@ -14,7 +14,10 @@ words and progress); its methods are the bodies of the cells every one of them h
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -33,6 +36,26 @@ Progress = Callable[[int, int], None]
 def is_script() -> bool:
     """Whether the notebook runs as a script (``python NB.py``) rather than as a page."""
     return mo.app_meta().mode == "script"
+
+
+USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
+"""What a mistake of the user's raises (a bad flag, a missing or malformed file, an unknown task id)."""
+TRACEBACK_ENV = "RUST_REWARDS_TRACEBACK"
+"""Set to 1 to get the traceback of a refused script run instead of its one line."""
+
+
+@contextmanager
+def one_line_errors(prog: str) -> Iterator[None]:
+    """In a script, a user's mistake ends the run with ``PROG: message`` on stderr and exit code 2, not a
+    traceback through marimo's runner (``RUST_REWARDS_TRACEBACK=1`` keeps the traceback)."""
+    try:
+        yield
+    except USER_ERRORS as err:
+        if not is_script() or os.environ.get(TRACEBACK_ENV) == "1":
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"{prog}: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 @dataclass(frozen=True)
@@ -71,7 +94,8 @@ class ScriptOrForm(Generic[P]):
         """The parameters given on the command line (in a script, INFO logs go to the console first)."""
         if is_script() and self.log_info:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-        return self.read(mo.cli_args())
+        with one_line_errors(self.prog):
+            return self.read(mo.cli_args())
 
     def controls(self, cli_params: P) -> tuple[Any | None, Any]:
         """The form's controls holding ``cli_params`` (None in a script) and the run button."""
@@ -87,14 +111,16 @@ class ScriptOrForm(Generic[P]):
         """``(params, None, summary)`` for the form's values (a script's: its command line), or ``(None, problem,
         red callout)`` while the run would refuse them; in a script a refusal raises."""
         if controls is None:
-            return self.check(cli_params), None, None
+            with one_line_errors(self.prog):
+                return self.check(cli_params), None, None
         return check_form(controls.value, self.read, self.check, self.describe, self.verb)
 
     def run(self, params: P | None, run_button: Any, job: Callable[[Progress | bool], R]) -> R:
         """``job(progress)``: at once in a script; in a page once the parameters pass and the button is pressed,
         with a progress bar."""
         if is_script():
-            return job(self.script_progress)
+            with one_line_errors(self.prog):
+                return job(self.script_progress)
         mo.stop(params is None, mo.md(f"Fix the parameters above, then press **{self.button}**."))
         mo.stop(not run_button.value, mo.md(self.waiting))
         with marimo_progress(self.progress_title, remove_on_exit=self.remove_progress) as progress:
