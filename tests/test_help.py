@@ -66,3 +66,14 @@ def test_an_unknown_task_id_in_eval_is_one_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(f"eval.py: {predictions}:1: task_id 'no-such-task' is not")
+
+
+def test_an_empty_task_file_is_refused_before_anything_is_written(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    proc = subprocess.run([sys.executable, "process_data.py", "--source", str(empty), "--out", str(tmp_path / "o")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"process_data.py: --source {empty}: no tasks in it (nothing to " \
+                                                   "process)"
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.parquet"))

@@ -400,6 +400,8 @@ def run_pipeline(params: ProcessParams, progress: Callable[[int, int], None] | b
     tasks = load_tasks(params.source, split=params.split or None, oxen_repo=params.oxen_repo or None,
                        revision=params.revision or None)
     loaded = len(tasks)
+    if not loaded:
+        raise ValueError(f"--source {params.source}: no tasks in it (nothing to process)")
     log(f"loaded {loaded} tasks from {params.source} (validated)")
     dedup = dedup_tasks(tasks, params.near_dup_threshold)
     log(f"dedup: kept {len(dedup.kept)}, dropped {dedup.stats['exact_duplicates']} exact and "
