@@ -130,13 +130,15 @@ def run_inference(
     check_compatible(read_done(params.out_path()), run, params.out_path())
     generator = make_generator(backend, params.model, params.adapter or None, merge=params.merge,
                                batch_size=params.batch_size, seed=params.seed, answer_format=params.answer_format)
-    return generate_predictions(
+    rows = generate_predictions(
         tasks, generator, sampling, params.out_path(),
         model=params.model_name(), base_model=params.model, adapter=params.adapter or None,
         chunk_size=params.chunk_size, progress=progress,
         repair_rounds=params.repair_rounds, feedback_tokens=params.feedback_tokens,
         answer_format=params.answer_format,
     )
+    log.info("wrote %d rows (%d tasks x %d samples) to %s", len(rows), len(tasks), params.n, params.out_path())
+    return rows
 
 
 def log_progress(done: int, total: int) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
-from rust_rewards.eval.metrics import ModelSummary, summarize
+from rust_rewards.eval.metrics import ModelSummary, comparison_table, summarize
 from rust_rewards.layout import RESULTS_FILE, SUMMARY_FILE, TASK_FILES, EvalFolder
 from rust_rewards.params import param
 from rust_rewards.tasks import Task
@@ -176,6 +176,9 @@ def run_eval(
     log.info("verified %d completions in %.1f s", len(results), time.perf_counter() - began)
     summaries = summarize(results, params.k, params.top)
     write_outputs(params.out, results, summaries)
+    folder = EvalFolder(Path(params.out))
+    log.info("per model:\n%s", comparison_table(summaries).round(4).to_string(index=False))
+    log.info("wrote %s and %s", folder.results, folder.summary)
     return results, summaries
 
 
