@@ -367,3 +367,11 @@ def test_a_supervised_run_shows_its_loss_and_no_rewards(tmp_path: Path) -> None:
     done = _script("--run", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "loss: 2.5\n" in done.stdout and "last_step: 3" in done.stdout
+
+
+def test_pass_rates_agree_with_the_rewards_for_answers_to_another_task() -> None:
+    completions = pd.DataFrame({"step": [1, 1], "build_ok": [True, True], "clippy_ok": [True, False],
+                                "tests_ok": [None, None], "hidden_ok": [False, True],
+                                "off_task": [["add"], []]})
+    rates = pass_rates(completions).set_index("check")["rate"].to_dict()
+    assert rates == {"answers the task": 0.5, "build": 0.5, "clippy": 0.0, "hidden tests": 0.5}

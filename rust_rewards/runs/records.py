@@ -340,19 +340,28 @@ def reward_series(metrics: pd.DataFrame, smoothing: float = 0.0) -> pd.DataFrame
 
 
 def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
-    """Per step and check (build, clippy, tests, hidden tests): the fraction of completions that pass.
+    """Per step and check (build, clippy, tests, hidden tests): the fraction of completions that pass, as the rewards
+    count them: an answer to another task (``off_task``: it lacks the task's required items) passes nothing, so the
+    dashboard agrees with the logged rewards; ``answers the task`` is the share of answers on task.
 
-    ``hidden tests`` is over completions whose task has hidden tests and is left out where none has.
+    ``hidden tests`` is over completions whose task has hidden tests and is left out where none has; ``tests`` is
+    left out where no answer was asked for a test module.
     """
     rows = []
     for step, group in completions.groupby("step", sort=True):
+        on_task = (group["off_task"].map(lambda v: not _items(v)) if "off_task" in group.columns
+                   else pd.Series(True, index=group.index))
+        if "off_task" in group.columns:
+            passed = int(on_task.sum())
+            rows.append({"step": int(step), "check": "answers the task", "rate": passed / len(group),
+                         "passed": passed, "n": len(group)})
         for check, column in CHECK_COLUMNS.items():
             if column not in group.columns:
                 continue
             values = group[column].dropna()
             if values.empty:
                 continue
-            passed = int(values.astype(bool).sum())
+            passed = int((values.astype(bool) & on_task[values.index]).sum())
             rows.append({"step": int(step), "check": check, "rate": passed / len(values),
                          "passed": passed, "n": len(values)})
     return pd.DataFrame(rows, columns=["step", "check", "rate", "passed", "n"])
