@@ -212,3 +212,10 @@ def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
     partly = {t.task_id: r.hidden_tests.passed for t, r in zip(tasks, reports, strict=True)
               if r.hidden_tests.passed}
     assert not partly, f"hidden tests that pass without calling the solution: {partly}"
+
+
+@pytest.mark.parametrize("name", ["bundled_tasks.jsonl", "easy_tasks.jsonl"])
+def test_the_repository_copy_of_a_task_set_is_the_package_data(name):
+    """Presets read ``qwen3-rust-finetune/NAME``, the dry run and the wheel the package data: one content."""
+    root = Path(__file__).resolve().parent.parent
+    assert (root / "qwen3-rust-finetune" / name).read_bytes() == (root / "rust_rewards" / "data" / name).read_bytes()
