@@ -1,11 +1,11 @@
 """The supervised warm start's data: verified reference answers in exactly the format GRPO rewards and eval reads.
 
 Each training task with a reference solution becomes one prompt-completion row in TRL's conversational format:
-the prompt is ``chat_messages(task.prompt)`` (the system prompt GRPO, inference and eval use) and the completion is
-the answer the system prompt asks for: one ```rust block with the reference solution and a ``#[cfg(test)] mod
-tests`` holding the task's unit tests. Every answer is verified again with the shared verifier, as a completion,
-against the task's hidden tests: only answers that build, pass clippy, pass their own tests and the hidden tests
-are kept. Skipped rows are counted by reason (``SKIP_REASONS``); an empty set is a ``ValueError``.
+the prompt is ``chat_messages(task.prompt, system_prompt(answer_format))`` (the system prompt GRPO, inference and
+eval use for that answer format) and the completion is the answer it asks for: one ```rust block with the reference
+solution (``solution``), plus a ``#[cfg(test)] mod tests`` holding the task's unit tests (``solution+tests``). Every
+answer is verified again with the shared verifier, as a completion, against the task's hidden tests: only answers
+that build, pass clippy, pass their own tests (when they have them) and the hidden tests are kept. Skipped rows are counted by reason (``SKIP_REASONS``); an empty set is a ``ValueError``.
 """
 
 from __future__ import annotations

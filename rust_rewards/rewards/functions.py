@@ -9,7 +9,10 @@ reference tests passed (scaled to 2.0), or ``None`` (ignored by TRL) for rows wi
 
 Every reward pays only for an answer to the task asked: code that does not define the task's required public
 items (``Report.off_task``) earns 0 everywhere, and code whose required items have other signatures than the
-task's (``Report.mismatched``, a hack reason) earns no test, assertion or hidden-test reward.
+task's (``Report.mismatched``, a hack reason) earns no test, assertion or hidden-test reward. In training, an
+answer cut at the length limit earns 0 from every reward (``VerifiedReward.end_ids``). ``format_reward`` is the
+correctness recipe's format term; which rewards a run uses, and their weights, is a recipe
+(``rust_rewards.rewards.recipes``).
 
 Each reward function takes TRL's ``(completions, **kwargs)``; dataset columns such as ``reference_tests``
 and ``test_shape`` arrive in ``kwargs``. All of them read one cached verification per completion. The functions
