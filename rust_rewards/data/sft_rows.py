@@ -5,7 +5,8 @@ the prompt is ``chat_messages(task.prompt, system_prompt(answer_format))`` (the 
 eval use for that answer format) and the completion is the answer it asks for: one ```rust block with the reference
 solution (``solution``), plus a ``#[cfg(test)] mod tests`` holding the task's unit tests (``solution+tests``). Every
 answer is verified again with the shared verifier, as a completion, against the task's hidden tests: only answers
-that build, pass clippy, pass their own tests (when they have them) and the hidden tests are kept. Skipped rows are counted by reason (``SKIP_REASONS``); an empty set is a ``ValueError``.
+that build, pass clippy, pass their own tests (when they have them) and the hidden tests are kept. Skipped rows are
+counted by reason (``SKIP_REASONS``); an empty set is a ``ValueError``.
 """
 
 from __future__ import annotations
