@@ -128,15 +128,15 @@ def undo_cli_splits(values: Mapping[str, Any]) -> dict[str, Any]:
     return fixed
 
 
-def usage(cls: type) -> str:
+def usage(cls: type, base: Any = None) -> str:
     """Every parameter of ``cls`` as the command line takes it, by group (each group once, in the order of its first
-    field), with its help, default and choices."""
+    field), with its help, default (``base``'s value when given: what a run without the flag uses) and choices."""
     hints = typing.get_type_hints(cls)
     groups: dict[str, list[str]] = {}
     for f in dataclasses.fields(cls):
         info = f.metadata.get("param", ParamInfo(help=""))
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        default = getattr(base, f.name) if base is not None else f.default if f.default is not dataclasses.MISSING \
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
         kind = getattr(hints[f.name], "__name__", str(hints[f.name]))
         extra = f" (one of: {', '.join(map(str, info.choices))})" if info.choices else ""
         groups.setdefault(info.group or "Options", []).append(
@@ -144,10 +144,11 @@ def usage(cls: type) -> str:
     return "\n".join(f"\n{group}:\n" + "\n".join(lines) for group, lines in groups.items()).lstrip("\n") + "\n"
 
 
-def exit_with_usage_if_asked(cls: type, values: Mapping[str, Any], prog: str) -> None:
-    """``--help`` (or ``-h``) among ``values``: print ``usage(cls)`` and exit 0."""
+def exit_with_usage_if_asked(cls: type, values: Mapping[str, Any], prog: str, base: Any = None,
+                             note: str = "") -> None:
+    """``--help`` (or ``-h``) among ``values``: print ``usage(cls, base)`` (after ``note``) and exit 0."""
     if any(str(key).lstrip("-") in ("help", "h") for key in values):
-        print(f"usage: python {prog} [--flag value ...]\n\n{usage(cls)}", flush=True)
+        print(f"usage: python {prog} [--flag value ...]\n{note}\n{usage(cls, base)}", flush=True)
         raise SystemExit(0)
 
 

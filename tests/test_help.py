@@ -77,3 +77,12 @@ def test_an_empty_task_file_is_refused_before_anything_is_written(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == f"process_data.py: --source {empty}: no tasks in it (nothing to " \
                                                    "process)"
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.parquet"))
+
+
+def test_train_help_shows_the_defaults_a_bare_run_uses():
+    from rust_rewards.train.config import DEFAULT_PRESET, params_from_mapping, preset_params
+
+    bare = params_from_mapping({})
+    assert bare == preset_params(DEFAULT_PRESET)
+    text = usage(TrainParams, bare)
+    assert f"[default: {bare.output_dir!r}]" in text and f"[default: {bare.max_steps!r}]" in text

@@ -118,7 +118,7 @@ def test_presets_and_cli_values():
         params_from_mapping({"max-steps": "many"})
     with pytest.raises(ValueError, match="--wandb: expected true/false"):
         params_from_mapping({"wandb": "maybe"})
-    with pytest.raises(ValueError, match="unknown preset"):
+    with pytest.raises(ValueError, match="^--preset: expected one of tiny, smollm2-cpu, real; got huge$"):
         params_from_mapping({"preset": "huge"})
 
 

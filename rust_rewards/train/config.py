@@ -23,6 +23,8 @@ from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
 """The repository: preset paths are relative to it, ``train.py`` lives in it."""
 REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
 PRESETS = ("tiny", "smollm2-cpu", "real")
+DEFAULT_PRESET = "tiny"
+"""What ``python train.py`` runs without ``--preset`` (and what its ``--help`` shows): a CPU smoke run."""
 RESUME_CHOICES = ("auto", "yes", "no")
 STAGES = ("grpo", "sft", "dpo")
 VLLM_MODES = ("colocate", "server")
@@ -296,9 +298,13 @@ def params_from_mapping(values: Mapping[str, Any]) -> TrainParams:
     Unknown names and values of the wrong type, outside their choices or bounds raise ``ValueError`` naming the
     flag.
     """
-    exit_with_usage_if_asked(TrainParams, values, "train.py")
     values = {str(k).replace("-", "_"): v for k, v in values.items()}
-    base = preset_params(str(values.pop("preset", "tiny")))
+    preset = str(values.pop("preset", DEFAULT_PRESET))
+    base = preset_params(preset) if preset in PRESETS else None
+    exit_with_usage_if_asked(TrainParams, values, "train.py", base,
+                             f"Defaults shown: the `{preset}` preset's (`--preset NAME --help` shows another's).\n")
+    if base is None:
+        raise ValueError(f"--preset: expected one of {', '.join(PRESETS)}; got {preset}")
     if "resume" in values:
         values["resume"] = resume_value(values["resume"])
     return fill_params(TrainParams, values, base)
