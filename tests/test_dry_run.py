@@ -138,7 +138,7 @@ def test_dry_run_cli_trains_checkpoints_and_resumes(tmp_path):
     text = proc.stdout
 
     assert "an ESTIMATE" in text and all(card.name in text for card in CARDS)
-    assert ("full run's GRPOConfig built: bf16=True, loss_type='dapo', generation_batch_size=32, "
+    assert ("full run's GRPOConfig built: bf16=True, loss_type='dr_grpo', generation_batch_size=32, "
             "steps_per_generation=4, use_vllm=True, vllm_mode='colocate', vllm_gpu_memory_utilization=0.3, "
             "vllm_enable_sleep_mode=True; LoraConfig built: r=16") in text
     assert "vLLM is off on CPU" in text
@@ -161,7 +161,7 @@ def test_dry_run_cli_trains_checkpoints_and_resumes(tmp_path):
         (1, "no", None), (2, "yes", str(run / "checkpoint-1"))]
     params = starts[-1]
     assert (params["bf16"], params["use_cpu"], params["use_vllm"], params["loss_type"], params["lr"]) == (
-        True, True, False, "dapo", 2e-5)
+        True, True, False, "dr_grpo", 2e-5)
     assert (params["gradient_checkpointing"], params["derived"]["n_tasks"], params["derived"]["prompts_per_step"]) == (
         True, 4, 1)
 

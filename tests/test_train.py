@@ -157,7 +157,8 @@ def test_real_preset_config_on_this_machine():
     cfg = grpo_config(p, [1.0] * len(REWARD_NAMES))
     assert (cfg.num_generations, cfg.max_completion_length, cfg.learning_rate, cfg.beta) == (8, 768, 2e-5, 0.0)
     assert cfg.generation_batch_size == 32 and cfg.steps_per_generation == 4
-    assert cfg.loss_type == "dapo" and cfg.scale_rewards == "group" and cfg.warmup_steps == 0.1
+    assert cfg.loss_type == "dr_grpo" and cfg.scale_rewards == "none" and cfg.warmup_steps == 0.1
+    assert cfg.mask_truncated_completions
     assert cfg.gradient_checkpointing and cfg.max_grad_norm == 0.1 and cfg.report_to == []
     with pytest.raises(ValueError, match="--num-generations 3 must divide the completions per step"):
         resolve_params(params_from_mapping({"preset": "real", "num-generations": 3}))
