@@ -183,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="", help="base model (default: the preset's)")
     parser.add_argument("--out", default="outputs/learning")
-    parser.add_argument("--train-args", default="", help="extra train.py flags for GRPO, e.g. '--lr 1e-3'")
+    parser.add_argument("--train-args", default="", help="extra train.py flags for GRPO, e.g. '--lr 1e-3'; the "
+                        "seed's configuration: '--rewards published --loss-type dapo --scale-rewards group "
+                        "--mask-truncated-completions false --pass-rate-k 0 --num-generations 4 "
+                        "--per-device-train-batch-size 8 --lr 5e-5' with --answer-format solution+tests")
     parser.add_argument("--sft-args", default="", help="extra train.py flags for SFT, e.g. '--lr 2e-4'")
     parser.add_argument("--dpo-args", default="", help="extra train.py flags for DPO, e.g. '--lr 5e-5'")
     args = parser.parse_args(argv)
