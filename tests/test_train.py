@@ -46,7 +46,7 @@ from rust_rewards.verify.verifier import Verifier
 pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
 
 ROOT = Path(__file__).resolve().parent.parent
-REWARD_NAMES = [f.__name__ for f in REWARD_FUNCS]
+REWARD_NAMES = list(RECIPES["published"].weights)  # what the tiny preset trains with
 FLAT_KEYS = list(Report(has_code=False).flat())
 TASKS = [
     Task("add", "Write `pub fn add(a: i32, b: i32) -> i32` that returns the sum.",
