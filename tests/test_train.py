@@ -25,7 +25,7 @@ from transformers.integrations import WandbCallback
 import rust_rewards.verify.executors as executors
 import rust_rewards.verify.verifier as verifier_module
 from rust_rewards.report import Report
-from rust_rewards.rewards import ASYNC_REWARD_FUNCS, REWARD_FUNCS
+from rust_rewards.rewards import ASYNC_REWARD_FUNCS, RECIPES, REWARD_FUNCS
 from rust_rewards.tasks import Task
 from rust_rewards.train.callbacks import RunLogCallback
 from rust_rewards.train.checkpoints import find_checkpoint
@@ -265,11 +265,12 @@ BAD = "```rust\npub fn add(a: i32, b: i32) -> i32 {\n    \"a + b\"\n}\n```"
 
 def test_logging_with_real_cargo_verdicts(tmp_path):
     """The recorder and the log callback on completions cargo really builds (one good, one broken)."""
+    names = [f.__name__ for f in REWARD_FUNCS]  # every reward, not only the tiny preset's recipe
     recorder = RewardRecorder(ASYNC_REWARD_FUNCS)
-    assert [f.__name__ for f in recorder.wrapped] == REWARD_NAMES
+    assert [f.__name__ for f in recorder.wrapped] == names
     assert all(asyncio.iscoroutinefunction(f) for f in recorder.wrapped)
     sync = RewardRecorder(REWARD_FUNCS).wrapped
-    assert [f.__name__ for f in sync] == REWARD_NAMES and not any(map(asyncio.iscoroutinefunction, sync))
+    assert [f.__name__ for f in sync] == names and not any(map(asyncio.iscoroutinefunction, sync))
     assert RewardBatch([], [], {}, intervals=[(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)]).reward_time == 4.0
     row = TASKS[0].to_row()
     columns = {k: [row[k]] * 2 for k in ("task_id", "reference_tests", "test_shape", "crate_name", "edition",
@@ -283,11 +284,11 @@ def test_logging_with_real_cargo_verdicts(tmp_path):
                                         log_metric=logged.__setitem__, log_extra=None, trainer_state=None,
                                         **columns) for f in recorder.wrapped))
 
-    scores = dict(zip(REWARD_NAMES, asyncio.run(score_all()), strict=True))
+    scores = dict(zip(names, asyncio.run(score_all()), strict=True))
     assert scores["build_reward"] == [1.0, 0.0] and scores["hidden_test_reward"] == [2.0, 0.0]
-    assert logged["reward_time"] > 0 and {f"reward_time/{n}" for n in REWARD_NAMES} <= set(logged)
+    assert logged["reward_time"] > 0 and {f"reward_time/{n}" for n in names} <= set(logged)
 
-    weights = {name: 1.0 for name in REWARD_NAMES} | {"test_reward": 2.0}
+    weights = {name: 1.0 for name in names} | {"test_reward": 2.0}
     callback = RunLogCallback(tmp_path, recorder, weights, task_reports)
     state = TrainerState(global_step=5)
     callback.on_step_end(None, state, TrainerControl())
@@ -295,8 +296,9 @@ def test_logging_with_real_cargo_verdicts(tmp_path):
     assert frame["build_ok"].tolist() == [True, False] and frame["tests_ok"].tolist() == [True, False]
     assert frame["hidden_ok"].tolist() == [True, False] and frame["hidden_total"].tolist() == [1, 1]
     assert "E0308" in list(frame["error_codes"][1])
-    expected = sum(weights[n] * scores[n][0] for n in REWARD_NAMES)
-    assert frame["reward"].tolist() == pytest.approx([expected, 0.0])
+    expected = [sum(weights[n] * (scores[n][i] or 0.0) for n in names) for i in (0, 1)]
+    assert expected[1] == weights["format_reward"]  # the broken answer: only its format pays
+    assert frame["reward"].tolist() == pytest.approx(expected)
     assert frame["completion"][0] == GOOD and frame["prompt"][0] == TASKS[0].prompt
 
     logs = {"loss": 0.5, "step_time": 4.0, "reward_time": 1.0, "rewards/build_reward/mean": 0.5}
