@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS  # noqa: E402
 from rust_rewards.data.importers import load_tasks  # noqa: E402
 from rust_rewards.eval.metrics import detectable_gain, paired_difference, wilson_interval  # noqa: E402
-from rust_rewards.prompts import ANSWER_FORMATS  # noqa: E402
+from rust_rewards.prompts import ANSWER_FORMATS, asks_for_tests  # noqa: E402
 from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
 from rust_rewards.train.pass_rates import PassRates  # noqa: E402
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
              f"{grpo_params.get('loss_type', preset.loss_type)}, scale_rewards "
              f"{grpo_params.get('scale_rewards', preset.scale_rewards)}), DPO {args.dpo_steps} steps; answer format "
              f"{answer_format}; sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
-    metrics = {k: v for k, v in METRICS.items() if answer_format == "solution+tests" or k != OWN_TESTS}
+    metrics = {k: v for k, v in METRICS.items() if asks_for_tests(answer_format) or k != OWN_TESTS}
     for name, (file, _) in eval_sets.items():
         eval_dir = out / f"eval_{name}"
         predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]

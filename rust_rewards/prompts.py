@@ -40,6 +40,16 @@ and your own tests, and tells you what failed. Then answer with the final code i
 """Appended to the system prompt of rollouts with feedback turns (``train.py --feedback-turns K``)."""
 
 
+def asks_for_tests(answer_format: str) -> bool:
+    """Whether ``answer_format`` asks for a test module of the model's own (what own-test checks, rewards and
+    metrics apply to).
+
+    >>> asks_for_tests("solution"), asks_for_tests("solution+tests")
+    (False, True)
+    """
+    return answer_format == "solution+tests"
+
+
 def system_prompt(answer_format: str = "solution+tests", feedback: bool = False) -> str:
     """The system prompt asking for ``answer_format`` (one of ``ANSWER_FORMATS``); with ``feedback`` it also offers
     the ``cargo_check`` tool.

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rust_rewards.prompts import chat_messages, system_prompt
+from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import get_verifier
@@ -30,7 +30,7 @@ def sft_answer(task: Task, answer_format: str = "solution+tests") -> str | None:
     unit-shaped tests)."""
     if not task.reference_code.strip():
         return None
-    if answer_format == "solution":
+    if not asks_for_tests(answer_format):
         return f"```rust\n{task.reference_code.strip()}\n```"
     if task.test_shape != "unit" or not task.reference_tests.strip():
         return None
@@ -43,7 +43,7 @@ def sft_answer(task: Task, answer_format: str = "solution+tests") -> str | None:
 def accepted(report: Report, answer_format: str = "solution+tests") -> bool:
     """An answer worth imitating: builds, clippy-clean, its own tests (when the format has them) and the task's
     hidden tests pass."""
-    tests = report.tests_ok or answer_format == "solution"
+    tests = report.tests_ok or not asks_for_tests(answer_format)
     return report.build_ok and report.clippy_ok and tests and bool(report.hidden_ok)
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.cpus import keep_freed_memory
 from rust_rewards.models.gguf import resolve_model
-from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages, system_prompt
+from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS, feedback_message
 from rust_rewards.tasks import Task
@@ -385,7 +385,7 @@ def generate_predictions(
         for number in range(1, repair_rounds + 1):
             pending = _repairs(tasks, params.n, read_done(out), number, writer, verifier,
                                lambda report: feedback_message(report, feedback_tokens, count,
-                                                               tests_asked=answer_format == "solution+tests"))
+                                                               tests_asked=asks_for_tests(answer_format)))
             writer.generate(generator, params, pending, {"round": number}, run, chunk_size)
     result = read_done(out)
     order = {t.task_id: i for i, t in enumerate(tasks)}

@@ -19,6 +19,7 @@ from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
 from rust_rewards.eval.metrics import ModelSummary, comparison_table, summarize
 from rust_rewards.layout import RESULTS_FILE, SUMMARY_FILE, TASK_FILES, EvalFolder
 from rust_rewards.params import param
+from rust_rewards.prompts import asks_for_tests
 from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import BACKENDS, verifier_for
 
@@ -147,7 +148,8 @@ def score_predictions(
         hidden=[hidden[tid] for tid in predictions["task_id"]],
         progress=progress,
     )
-    asked = (predictions["answer_format"] != "solution") if "answer_format" in predictions else [True] * len(reports)
+    asked = (predictions["answer_format"].map(asks_for_tests) if "answer_format" in predictions
+             else [True] * len(reports))
     flat = pd.DataFrame([report.flat(bool(tests)) for report, tests in zip(reports, asked, strict=True)],
                         index=predictions.index)
     crashed = int((flat["internal_error"] != "").sum())

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rust_rewards.prompts import asks_for_tests
 from rust_rewards.rewards.functions import DEFAULT_WEIGHTS, MAX_VALUES, OWN_TEST_REWARDS, SCORES
 
 
@@ -26,7 +27,12 @@ class Recipe:
 
     def max_total(self, hidden_tests: bool = True) -> float:
         """The highest weighted total an answer can earn (``hidden_tests``: the task has reference tests)."""
-        return sum(w * MAX_VALUES[n] for n, w in self.weights.items() if hidden_tests or n != "hidden_test_reward")
+        return max_total(self.weights, hidden_tests)
+
+
+def max_total(weights: dict[str, float], hidden_tests: bool = True) -> float:
+    """The highest weighted total of ``weights`` (``hidden_tests``: the task has reference tests)."""
+    return sum(w * MAX_VALUES[n] for n, w in weights.items() if hidden_tests or n != "hidden_test_reward")
 
 
 RECIPES: dict[str, Recipe] = {
@@ -93,15 +99,10 @@ def resolve_weights(rewards: Sequence[str], reward_weights: str = "") -> dict[st
     return weights
 
 
-def recipe_of(rewards: Sequence[str]) -> Recipe | None:
-    """The recipe ``--rewards`` names, if it names one."""
-    names = [str(r).strip() for r in rewards if str(r).strip()]
-    return RECIPES.get(names[0]) if len(names) == 1 else None
-
-
 def check_answer_format(weights: dict[str, float], answer_format: str) -> None:
     """Refuse own-test rewards for answers that hold no test module (``ValueError`` naming the flags)."""
-    if answer_format == "solution" and (own := [n for n in weights if n in OWN_TEST_REWARDS and weights[n]]):
+    own = [n for n in weights if n in OWN_TEST_REWARDS and weights[n]]
+    if own and not asks_for_tests(answer_format):
         raise ValueError(f"--rewards {', '.join(own)}: pays for the model's own tests, which --answer-format "
                          "solution does not ask for (use --answer-format solution+tests, or --rewards correctness)")
 
@@ -109,5 +110,4 @@ def check_answer_format(weights: dict[str, float], answer_format: str) -> None:
 def weights_table(weights: dict[str, float]) -> str:
     """A markdown table of rewards, weights and the most each can add to the total (the form shows it)."""
     rows = [f"| `{n}` | {w:g} | {w * MAX_VALUES[n]:g} |" for n, w in weights.items()]
-    total = sum(w * MAX_VALUES[n] for n, w in weights.items())
-    return "\n".join(["| reward | weight | at most |", "|---|---|---|", *rows, f"| total | | {total:g} |"])
+    return "\n".join(["| reward | weight | at most |", "|---|---|---|", *rows, f"| total | | {max_total(weights):g} |"])

@@ -31,7 +31,7 @@ from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.eval.generation import Generation, HFGenerator, SamplingParams, decode_generation, render_chat
 from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
-from rust_rewards.prompts import SYSTEM_PROMPT, system_prompt
+from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
 from rust_rewards.tasks import Task
 from rust_rewards.train.recording import append_metrics
 from rust_rewards.verify.verifier import get_verifier
@@ -166,7 +166,7 @@ def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling:
         reports = get_verifier().verify_many([g.text for g in gens], hidden=[hidden[t.task_id] for t, _ in work])
     rows = [{"model": label, "task_id": task.task_id, "sample": sample, "completion": gen.text,
              "completion_tokens": gen.tokens, "truncated": gen.truncated,
-             **report.flat(tests_asked=answer_format == "solution+tests")}
+             **report.flat(tests_asked=asks_for_tests(answer_format))}
             for (task, sample), gen, report in zip(work, gens, reports, strict=True)]
     return pd.DataFrame(rows)
 

@@ -1,7 +1,8 @@
-"""Training tasks that can teach (open-r1's pass-rate filter): before GRPO, sample the starting policy K times per
-training task, verify the samples, and keep the tasks it sometimes passes and sometimes fails. A group whose answers
-all pass or all fail has equal rewards, zero advantage and no gradient; a task that is never solved teaches nothing
-about correctness.
+"""Training tasks that can teach (open-r1's pass-rate filter, done once up front): before GRPO, sample the starting
+policy K times per training task, verify the samples, score them with the run's rewards and weights (a cut-off answer
+earns nothing), and keep the tasks whose K rewards are not all equal (under the correctness recipe: a mix of hidden-
+test passes, or of builds, the term that shapes them). A group whose answers all score alike has zero advantage and
+no gradient.
 
 The counts are written to the run folder (``PASS_RATES_FILE``) and reused when the run resumes with the same
 starting policy and sampling. Too few mixed tasks stops the run before any training (``NoSignalError``), with the

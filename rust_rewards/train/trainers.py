@@ -10,7 +10,7 @@ from typing import Any
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.sft_rows import SFTSet, sft_rows
-from rust_rewards.prompts import chat_messages, system_prompt
+from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
@@ -167,7 +167,7 @@ def build_trainer(
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
     log = RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
-                         feedback=p.feedback_turns > 0, tests_asked=p.answer_format == "solution+tests")
+                         feedback=p.feedback_turns > 0, tests_asked=asks_for_tests(p.answer_format))
     trainer = GRPOTrainer(
         model=trainer_model(p),
         reward_funcs=recorder.wrapped,
