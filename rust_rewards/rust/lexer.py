@@ -728,6 +728,99 @@ class _Scan:
             self.splices.add("type" if text in _TYPE_DEFINERS else "value")
 
 
+TEST_CFG = "cfg(test) on solution code (tests would not see the shipped build)"
+
+
+def cfg_test_reasons(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
+    """``TEST_CFG`` when code outside test modules and test functions depends on whether it is compiled for tests:
+    a ``cfg``/``cfg_attr`` attribute or ``cfg!`` whose predicate names ``test`` (``cfg(not(test))`` included), except
+    ``#[cfg(test)]`` on a module (the test module) or a ``use``. Hidden and own tests only ever run the test build.
+
+    >>> toks = tokenize("#[cfg(not(test))] pub fn f() -> i32 { 1 } #[cfg(test)] pub fn f() -> i32 { 2 }")
+    >>> cfg_test_reasons(toks, test_regions(toks)) == (TEST_CFG,)
+    True
+    """
+    pairs = _bracket_pairs(tokens)
+    for i, tok in enumerate(tokens[:-2]):
+        if regions.contains(i) or tok.kind != "ident" or tok.text not in ("cfg", "cfg_attr"):
+            continue
+        nxt = tokens[i + 1]
+        bang = nxt.text == "!"
+        open_at = i + 2 if bang else i + 1
+        if open_at >= len(tokens) or tokens[open_at].text != "(":
+            continue
+        inner = tokens[open_at + 1 : pairs[open_at]]
+        if not any(t.kind == "ident" and t.text == "test" for t in inner):
+            continue
+        after = pairs[open_at] + 2  # past `)` and the attribute's `]`
+        plain = not bang and tok.text == "cfg" and [t.text for t in inner] == ["test"]
+        if plain and after < len(tokens) and tokens[after].text in ("use", "mod", "pub"):
+            k = after + (tokens[after].text == "pub")
+            if k < len(tokens) and tokens[k].text in ("use", "mod"):
+                continue
+        return (TEST_CFG,)
+    return ()
+
+
+_WHERE_AM_I = frozenset({"module_path", "type_name", "type_name_of_val", "Location", "TypeId", "current_exe",
+                         "current_dir", "temp_dir", "args", "args_os", "fs", "File", "OpenOptions", "current"})
+"""Names through which test code can tell whether it runs at home or as a variant's copy (its module path, thread
+name, files, arguments)."""
+
+
+def observing_tests(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
+    """A reason when the model's test code names what could tell it where it runs (``_WHERE_AM_I``, ``file!``,
+    ``line!``, ``env::``): copies of its tests run against the reference and a wrong variant and must not be
+    able to tell that they are copies.
+
+    >>> toks = tokenize("#[test] fn t() { assert!(std::thread::current().name().is_some()); }")
+    >>> observing_tests(toks, test_regions(toks))
+    ('own tests observe where they run (current)',)
+    """
+    found = []
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind != "ident" or not regions.contains(i):
+            continue
+        nxt = tokens[i + 1].text
+        if (tok.text in _WHERE_AM_I or (tok.text in ("file", "line", "column") and nxt == "!")
+                or (tok.text == "env" and nxt == "::")):
+            found.append(tok.text)
+    return (f"own tests observe where they run ({', '.join(dict.fromkeys(found))})",) if found else ()
+
+
+def _fn_shape(tokens: list[Token], fn: Item) -> tuple[str, ...] | None:
+    """A fn from its parameter list to the end of its body, every identifier renamed by first occurrence (so a
+    copy with other names has the same shape); ``None`` for a fn without parameters or a short body."""
+    for i in range(fn.start, fn.end):
+        if tokens[i].text == "fn" and tokens[i + 1].text == fn.name:
+            names: dict[str, str] = {}
+            shape = tuple(names.setdefault(t.text, f"#{len(names)}") if t.kind == "ident" else t.text
+                          for t in tokens[i + 2 : fn.end + 1])
+            return shape if len(shape) >= 8 and "(" in shape[:3] else None
+    return None
+
+
+COPIED_SOLUTION = "own tests keep a copy of a solution function (they compare it with itself)"
+
+
+def copied_solution(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
+    """``COPIED_SOLUTION`` when a helper fn in the test code has the shape (``_fn_shape``) of a fn of the solution:
+    a test comparing the solution with its own copy passes on any solution at home and "kills" every variant.
+
+    >>> toks = tokenize("fn f(a: i32) -> i32 { a * 2 } #[cfg(test)] mod t { fn g(x: i32) -> i32 { x * 2 } }")
+    >>> copied_solution(toks, test_regions(toks)) == (COPIED_SOLUTION,)
+    True
+    """
+    fns = [it for it in _items(tokens) if it.kind == "fn"]
+    tests = set(regions.test_fns)
+    shapes = {_fn_shape(tokens, fn): fn for fn in fns if not regions.contains(fn.start)}
+    shapes.pop(None, None)
+    for fn in fns:
+        if fn not in tests and regions.contains(fn.start) and _fn_shape(tokens, fn) in shapes:
+            return (COPIED_SOLUTION,)
+    return ()
+
+
 def _spliced(tokens: list[Token], invocations: list[tuple[int, int]], splices: set[str]) -> set[str]:
     """Reasons for names handed to the model's own macros that splice arguments into paths (``$a::exit``), item
     names (``struct $name``), macro names or attributes (``#[$attr]``)."""
@@ -792,7 +885,8 @@ def analyse(code: str) -> SourceFacts:
         meaningful_assertions=tuple(meaningful),
         trivial_assertions=trivial,
         tests_calling_solution=calling,
-        forbidden=forbidden_calls(tokens),
+        forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions) + observing_tests(tokens, regions)
+                               + copied_solution(tokens, regions))),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rust_rewards.rust.lexer import test_regions, tokenize
+from rust_rewards.rust.names import reachable_types
 
 _CMP = ("PartialEq", "Eq", "PartialOrd", "Ord", "Hash")
 _QUALS = ("const", "async", "unsafe", "extern")
@@ -401,10 +402,27 @@ def check_items(code: str, spec: str) -> ItemCheck:
         bad += [f"implements {im.trait}<{im.shown}> for its own type {im.base}" for im in impls
                 if im.trait in ("PartialEq", "PartialOrd") and im.base in types and im.base not in mentioned
                 and re.sub(r"&|mut\b|\s", "", im.args) not in ("", "Self")]
+    bad += _hand_comparisons_inside(code, spec, items, impls)
     used = {x for s in sigs for p in (*s.params, s.ret) for x in p} & _STD_TYPES
     bad += [f"defines its own type {name}, shadowing the standard one" for name, tys in types.items()
             if name in used and name not in defined and any(ty.kind != "type" for ty in tys)]
     return ItemCheck(tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(bad)))
+
+
+_HAND_CMP = ("PartialEq", "PartialOrd", "Ord")
+
+
+def _hand_comparisons_inside(code: str, spec: str, items: tuple[Item, ...], impls: tuple[_Impl, ...]) -> list[str]:
+    """A required type that derives its comparisons as the reference does but holds (through fields and aliases) a
+    type of the completion's whose ``==`` or ordering is written by hand, say always true: the derived comparison
+    is then the hand-written one. Types the reference compares by hand itself are fine."""
+    derived = frozenset(it.name for it in items if it.kind in ("struct", "enum", "union") and it.derives)
+    if not derived:
+        return []
+    hand = {im.base for im in impls if im.trait in _HAND_CMP}
+    ref_hand = {im.base for im in _scan(spec)[2] if im.trait in _HAND_CMP}
+    return [f"compares {name} by hand, and the required type's derived comparison goes through it"
+            for name in sorted(reachable_types(code, derived) - derived) if name in hand and name not in ref_hand]
 
 
 def forged_comparisons(code: str) -> tuple[str, ...]:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards.report import Report, SourceFacts, TestCounts
-from rust_rewards.rust.lexer import HIDDEN_PREFIX, Token, analyse, tokenize
+from rust_rewards.rust.lexer import HIDDEN_PREFIX, Token, tokenize
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig, check_workdir, code_hash
@@ -61,7 +61,7 @@ from rust_rewards.verify.harness import (
     rustc_base,
     skipped_hidden,
 )
-from rust_rewards.verify.single import task_checked, task_variants, verify_code, wants_variants
+from rust_rewards.verify.single import task_checked, task_facts, task_variants, verify_code, wants_variants
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
 MAX_ROUNDS = 3
@@ -133,7 +133,7 @@ class _Member:
 
 def blocker(code: str, hidden: HiddenTests | None, facts: SourceFacts | None = None) -> str | None:
     """Why this completion must not share a crate (``None``: it may)."""
-    facts = facts if facts is not None else analyse(code)
+    facts = facts if facts is not None else task_facts(code, hidden)
     if not code.strip():
         return "no code"
     if facts.forbidden:
@@ -240,7 +240,7 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
     fallback: dict[int, str] = {}
     groups: dict[tuple, list[_Member]] = {}
     for index, (code, hidden) in enumerate(items):
-        facts = analyse(code)
+        facts = task_facts(code, hidden)
         reason = blocker(code, hidden, facts)
         if reason:
             fallback[index] = reason

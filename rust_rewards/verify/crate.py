@@ -43,6 +43,8 @@ from rust_rewards.rust.lexer import (
     test_regions,
     tokenize,
 )
+from rust_rewards.rust.names import test_imports
+from rust_rewards.rust.signatures import required_items
 from rust_rewards.tasks import HiddenTests
 
 HIDDEN = f"{HIDDEN_PREFIX}_hidden"
@@ -189,6 +191,21 @@ def own_test_code(code: str) -> str:
     return "\n\n".join(code[a:b] for a, b in sorted(spans))
 
 
+def rehomed(tests: str, module: str) -> str:
+    """The own tests' code as a variant's copy: ``crate::`` paths lead to the variant's module, so a copy reaches
+    the variant's items by every path its original reaches the completion's (``crate::f`` and ``super::f`` are
+    the same function at home and in a copy).
+
+    >>> rehomed("fn t() { crate::f(); pub(crate) fn g() {} }", "v")
+    'fn t() { crate::v::f(); pub(crate) fn g() {} }'
+    """
+    tokens = tokenize(tests)
+    for i in reversed(range(len(tokens) - 1)):
+        if tokens[i].text == "crate" and tokens[i + 1].text == "::":
+            tests = tests[: tokens[i].end] + f"::{module}" + tests[tokens[i].end :]
+    return tests
+
+
 @dataclass(frozen=True)
 class ModuleTree:
     """The sources of one completion's module tree: its root file (``src/lib.rs`` of its own crate, or its module
@@ -222,7 +239,7 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
     files: dict[str, str] = {}
     hidden_tests: tuple[SealedTest, ...] = ()
     if hidden is not None and hidden.shape in ("unit", "main") and with_hidden:
-        body, hidden_tests = hidden_module_source(hidden)
+        body, hidden_tests = hidden_module_source(hidden, code)
         files[f"{hidden_module}.rs"] = body
         hidden_tests = tuple(t.under(hidden_module) for t in hidden_tests)
         root += _hook(hidden_module)
@@ -230,7 +247,7 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
     tests = own_test_code(code) if own_tests and with_variants and own else ""
     for kind, other in variants if tests else ():
         module = f"{VARIANT}_{secrets.token_hex(8)}"
-        text, copies = seal_tests(tests)
+        text, copies = seal_tests(rehomed(tests, module))
         # the reference's own warnings are not the model's (and its code is never shown to the model)
         files[f"{module}.rs"] = (forbid + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n"
                                  + text + "\n")
@@ -243,13 +260,41 @@ def _hook(module: str) -> str:
     return f'\n#[cfg(test)]\n#[path = "{module}.rs"]\nmod {module};\n'
 
 
-def hidden_module_source(hidden: HiddenTests) -> tuple[str, tuple[SealedTest, ...]]:
-    """The hidden module's source for unit/main shapes, sealed, and its tests (names inside that module)."""
+def hidden_module_source(hidden: HiddenTests, code: str) -> tuple[str, tuple[SealedTest, ...]]:
+    """The hidden module's source for unit/main shapes, sealed, and its tests (names inside that module); their
+    glob import of the solution is ``solution_imports``."""
     text = hidden.text.rstrip() + "\n" + (_MAIN_WRAPPER if hidden.shape == "main" else "")
-    sealed, tests = seal_tests(text)
+    sealed, tests = seal_tests(_without_glob(text, "super"))
     if hidden.shape == "main":
         tests = tuple(t for t in tests if t.name == "hidden_main")
-    return "#![allow(unused_imports, dead_code)]\nuse super::*;\n\n" + shielded(sealed, hidden.edition), tests
+    head = "#![allow(unused_imports, dead_code)]\n" + solution_imports(hidden, code, text, "super") + "\n\n"
+    return head + shielded(sealed, hidden.edition), tests
+
+
+def _without_glob(text: str, root: str) -> str:
+    """``text`` with its top-level ``use ROOT::*;`` blanked out (same length, so lines and columns stay)."""
+    tokens = tokenize(text)
+    depth, out = 0, text
+    for i, tok in enumerate(tokens):
+        depth += tok.text == "{"
+        depth -= tok.text == "}"
+        words = [t.text for t in tokens[i : i + 5]]
+        if depth == 0 and words == ["use", root, "::", "*", ";"]:
+            a, b = tok.start, tokens[i + 4].end
+            out = out[:a] + " " * (b - a) + out[b:]
+    return out
+
+
+def solution_imports(hidden: HiddenTests, code: str, tests: str, root: str) -> str:
+    """What hidden tests see of the solution, in place of their ``use ROOT::*;`` (``names.test_imports``): the
+    items the reference (or the prompt's signatures) defines and the reference's std imports, never another name
+    the completion declares. Without a reference or prompt signatures, the glob itself."""
+    required = frozenset(item.name.split("::")[0] for item in required_items(hidden.prompt)
+                         if item.kind == "fn") if hidden.prompt.strip() else frozenset()
+    if not hidden.reference.strip() and not required:
+        return f"use {root}::*;"
+    return test_imports(hidden.reference, code, tests, root=root, public=root != "super", extra=required,
+                        taken=frozenset(SHIELD_MACROS))
 
 
 @dataclass(frozen=True)
@@ -349,8 +394,8 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None,
             path = root / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             if _is_test_file(rel):
-                text, tests = seal_tests(text)
-                text = shielded(text, edition)
+                text, tests = seal_tests(_without_glob(text, lib_name))
+                text = shielded(text, edition) + solution_imports(hidden, code, text, lib_name) + "\n"
                 integration.append(rel)
                 seals.append(tests)
             path.write_text(text)

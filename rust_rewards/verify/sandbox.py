@@ -260,13 +260,17 @@ class Step:
     ``model_controlled``: the program is model-built code (a test binary), so its exit code proves nothing
     about the sandbox; ``None`` decides from the program's path: a program inside the crate folder is.
     ``group``: once a step of a (non-empty) group times out, the group's later steps are skipped (returncode
-    ``SKIPPED``), so one endless test costs one time limit, not one per test."""
+    ``SKIPPED``), so one endless test costs one time limit, not one per test.
+    ``after``: the name of an earlier step this one repeats on other code (a variant's copy of an own test): it
+    runs only when that step exited 0, with a time limit from that step's time (``BASELINE_FLOOR`` +
+    ``BASELINE_FACTOR`` x its seconds, at most the wall-clock limit), as cargo-mutants times its mutants."""
 
     name: str
     argv: list[str]
     stop_unless_ok: bool = False
     model_controlled: bool | None = None
     group: str = ""
+    after: str = ""
 
     def runs_model_code(self, crate: Path, env: dict[str, str]) -> bool:
         """Whether this step's program is model-built (``env``'s PATH resolves a bare program name)."""
@@ -336,11 +340,14 @@ def _exits_within(proc: subprocess.Popen, wall: float) -> bool:
 
 
 SKIPPED = -1
+"""Returncode of a step skipped: an earlier step of its group timed out, or the step it repeats (``after``) failed."""
+BASELINE_FLOOR = 1.0
+"""Seconds a step with ``after`` gets on top of ``BASELINE_FACTOR`` times its baseline step's time."""
+BASELINE_FACTOR = 10
 OUT_OF_TIME_CODES = (124, 128 + signal.SIGKILL)
 """Exit codes of a step that ran out of time: ``timeout``'s own (wall clock), and the SIGKILL of the CPU-time limit
 (``prlimit --cpu`` sets soft = hard): which comes first for a busy loop is a race, so both mean "timed out"."""
 OUT_OF_TIME = "|".join(map(str, OUT_OF_TIME_CODES))
-"""Returncode of a step skipped because an earlier step of its group timed out."""
 _TOOL_FAILED = (125, 126, 127)
 """Exit codes of ``timeout`` when it, or the program it should start, cannot run."""
 
@@ -404,14 +411,26 @@ def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limi
     close_all = " ".join(f"{f.fileno()}>&-" for f in files.values())
     lines = [f"echo start >&{status_fd}"]
     groups = {g: k for k, g in enumerate(dict.fromkeys(step.group for step in steps if step.group))}
+    index = {step.name: i for i, step in enumerate(steps)}
+    wall_us = int(limits.wall_seconds * 1_000_000)
+    floor_us = int(BASELINE_FLOOR * 1_000_000)
     for i, step in enumerate(steps):
         out_fd, err_fd = files[f"{step.name}.stdout"].fileno(), files[f"{step.name}.stderr"].fileno()
+        wall = str(limits.wall_seconds)
+        if step.after:
+            b = index[step.after]
+            wall = "$w"
         line = (
-            f"s=$EPOCHREALTIME; timeout -k 1 {limits.wall_seconds} {shlex.join(step.argv)} "
+            f"s=$EPOCHREALTIME; timeout -k 1 {wall} {shlex.join(step.argv)} "
             f">&{out_fd} 2>&{err_fd} {close_all}; "
-            f'rc=$?; echo "{i} $rc $s $EPOCHREALTIME" >&{status_fd}'
+            f'rc=$?; e=$EPOCHREALTIME; echo "{i} $rc $s $e" >&{status_fd}; '
+            f"rc_{i}=$rc; d_{i}=$(( ${{e/./}} - ${{s/./}} ))"
             + ("; [ $rc -eq 0 ] || exit 0" if step.stop_unless_ok else "")
         )
+        if step.after:
+            line = (f'if [ "${{rc_{b}:-1}}" = 0 ]; then t=$(( {floor_us} + {BASELINE_FACTOR} * d_{b} )); '
+                    f"[ $t -gt {wall_us} ] && t={wall_us}; printf -v w '%d.%06d' $((t / 1000000)) $((t % 1000000)); "
+                    f'{line}; else rc=0; echo "{i} skip" >&{status_fd}; fi')
         if step.group:
             flag = f"skip_{groups[step.group]}"
             line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; case $rc in {OUT_OF_TIME}) {flag}=1;; esac; '

@@ -38,9 +38,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from rust_rewards.report import Report, SourceFacts, TestCounts
-from rust_rewards.rust.lexer import analyse
+from rust_rewards.rust.lexer import analyse, tokenize
 from rust_rewards.rust.mutants import mutants
 from rust_rewards.rust.signatures import check_items, forged_comparisons
+from rust_rewards.rust.soundness import soundness_holes
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig, check_workdir, code_hash
@@ -102,11 +103,19 @@ def verify_code(
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
-    """``source.analyse(code)``, where ``unsafe`` is no hack reason for a task whose reference uses it."""
+    """``lexer.analyse(code)`` plus the soundness-hole shapes (``soundness.soundness_holes``) the task's reference
+    does not use itself; ``unsafe`` is no hack reason for a task whose reference uses it."""
     facts = analyse(code)
-    if hidden is not None and "unsafe code" in facts.forbidden and hidden.allows_unsafe:
-        return replace(facts, forbidden=tuple(r for r in facts.forbidden if r != "unsafe code"))
-    return facts
+    reference = hidden.reference if hidden is not None else ""
+    holes = tuple(h for h in soundness_holes(tokenize(code)) if h not in _reference_holes(reference))
+    forbidden = tuple(r for r in facts.forbidden + holes
+                      if r != "unsafe code" or hidden is None or not hidden.allows_unsafe)
+    return replace(facts, forbidden=forbidden) if forbidden != facts.forbidden else facts
+
+
+@functools.lru_cache(maxsize=256)
+def _reference_holes(reference: str) -> tuple[str, ...]:
+    return soundness_holes(tokenize(reference)) if reference.strip() else ()
 
 
 def wants_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts) -> bool:

@@ -1,0 +1,245 @@
+"""The names a piece of Rust code puts at its top level, and the imports that let hidden tests see only the task's.
+
+Hidden tests are written against the reference solution and reach its items through a glob (``use super::*;``,
+``use solution::*;``). Against a completion the same glob would hand them whatever the completion declares under
+any name: ``pub use Fake as BTreeMap`` for a map the tests use without importing it, an own trait whose by-value
+``is_empty(self)`` wins method resolution for ``Vec``. ``test_imports`` replaces the glob: the completion's items
+only for the names the reference defines, std's items for the names the reference imports from std, and nothing
+else (every other name comes from the prelude, that is from std).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rust_rewards.rust.lexer import Token, test_regions, tokenize
+
+_ITEM_KEYWORDS = frozenset({"fn", "struct", "enum", "union", "trait", "type", "const", "static", "mod"})
+_BLOCK_ITEMS = frozenset({"fn", "struct", "enum", "union", "trait", "mod", "impl", "extern", "macro_rules"})
+_STD_ROOTS = frozenset({"std", "core", "alloc"})
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+@dataclass(frozen=True)
+class UseLeaf:
+    """One leaf of a use tree: its full path, the name it binds (``None`` for a glob, ``_`` for ``as _``)."""
+
+    path: tuple[str, ...]
+    name: str | None
+
+    def render(self) -> str:
+        """The leaf as one ``use`` declaration with an absolute path.
+
+        >>> UseLeaf(("std", "collections", "BTreeMap"), "Map").render()
+        'use ::std::collections::BTreeMap as Map;'
+        """
+        path = "::" + "::".join(self.path)
+        if self.name is None:
+            return f"use {path}::*;"
+        return f"use {path};" if self.name == self.path[-1] else f"use {path} as {self.name};"
+
+
+@dataclass(frozen=True)
+class TopLevel:
+    """What a module's top level declares outside test code: item names (with whether each is ``pub``) and the
+    leaves of its ``use`` declarations, each with whether it is ``pub``."""
+
+    items: dict[str, bool]
+    uses: tuple[tuple[UseLeaf, bool], ...]
+
+    def names(self, *, public: bool = False) -> frozenset[str]:
+        """Every name bound at the top level (items and import leaves; ``public``: only ``pub`` ones)."""
+        bound = {n for n, pub in self.items.items() if pub or not public}
+        bound |= {leaf.name for leaf, pub in self.uses if leaf.name not in (None, "_") and (pub or not public)}
+        return frozenset(bound)
+
+    def std_imports(self) -> tuple[UseLeaf, ...]:
+        """The import leaves whose path starts in std, core or alloc."""
+        return tuple(leaf for leaf, _ in self.uses if leaf.path and leaf.path[0] in _STD_ROOTS)
+
+
+def _close(tokens: list[Token], i: int) -> int:
+    """Index of the bracket closing the one opened at ``i`` (the last token when unbalanced)."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        text = tokens[j].text
+        if tokens[j].kind == "punct" and text in _OPEN:
+            depth += 1
+        elif tokens[j].kind == "punct" and text in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(tokens) - 1
+
+
+def _item_end(tokens: list[Token], i: int, kind: str) -> int:
+    """Index of the last token of the item whose keyword is at ``i``: its ``;``, or the ``}`` of its body."""
+    j = i + 1
+    while j < len(tokens):
+        tok = tokens[j]
+        if tok.kind == "punct" and tok.text == ";":
+            return j
+        if tok.kind == "punct" and tok.text in _OPEN:
+            close = _close(tokens, j)
+            if tok.text == "{" and kind in _BLOCK_ITEMS:
+                return close
+            j = close
+        j += 1
+    return len(tokens) - 1
+
+
+def use_leaves(tokens: list[Token], lo: int, hi: int, prefix: tuple[str, ...] = ()) -> list[UseLeaf]:
+    """The leaves of the use tree ``tokens[lo:hi]`` (``std::{fmt::{self, Display}, io::*}``).
+
+    >>> [leaf.render() for leaf in use_leaves(tokenize("std::{fmt::{self, Display}, io::*}"), 0, 14)]
+    ['use ::std::fmt;', 'use ::std::fmt::Display;', 'use ::std::io::*;']
+    """
+    path = list(prefix)
+    i = lo
+    if i < hi and tokens[i].text == "::":
+        i += 1
+    while i < hi:
+        tok = tokens[i]
+        if tok.text == "{":
+            close = min(_close(tokens, i), hi)
+            out, start, depth = [], i + 1, 0
+            for j in range(i + 1, close + 1):
+                text = tokens[j].text if j < close else ","
+                depth += text in _OPEN
+                depth -= text in (")", "]", "}")
+                if text == "," and depth == 0:
+                    if start < j:
+                        out += use_leaves(tokens, start, j, tuple(path))
+                    start = j + 1
+            return out
+        if tok.text == "*":
+            return [UseLeaf(tuple(path), None)]
+        if tok.kind == "ident" and tok.text == "as":
+            alias = tokens[i + 1].text if i + 1 < hi else "_"
+            return [_leaf(path, alias)]
+        if tok.kind == "ident":
+            path.append(tok.text.removeprefix("r#"))
+        i += 1
+    return [_leaf(path, None)] if path else []
+
+
+def _leaf(path: list[str], alias: str | None) -> UseLeaf:
+    if path[-1:] == ["self"]:
+        path = path[:-1]
+    return UseLeaf(tuple(path), alias if alias is not None else (path[-1] if path else "_"))
+
+
+def top_level(code: str) -> TopLevel:
+    """The names ``code`` declares at its top level, test code (``#[cfg(test)]`` modules, ``#[test]`` fns) left out.
+
+    >>> top = top_level("use std::collections::BTreeMap as Map; pub fn f() {} struct S(u8); const N: u8 = 1;")
+    >>> sorted(top.items.items()), [leaf.render() for leaf in top.std_imports()]
+    ([('N', False), ('S', False), ('f', True)], ['use ::std::collections::BTreeMap as Map;'])
+    """
+    tokens = tokenize(code)
+    regions = test_regions(tokens)
+    skip = {it.start: it.end for it in (*regions.test_fns, *regions.cfg_test_mods)}
+    items: dict[str, bool] = {}
+    uses: list[tuple[UseLeaf, bool]] = []
+    i, n, pub = 0, len(tokens), False
+    while i < n:
+        if i in skip:
+            i, pub = skip[i] + 1, False
+            continue
+        tok = tokens[i]
+        nxt = tokens[i + 1] if i + 1 < n else None
+        if tok.text == "#" and nxt is not None and nxt.text in ("[", "!"):
+            open_at = i + 1 if nxt.text == "[" else i + 2
+            i = _close(tokens, open_at) + 1 if open_at < n and tokens[open_at].text == "[" else i + 1
+            continue
+        if tok.kind == "ident" and tok.text == "pub":
+            pub = True
+            i = _close(tokens, i + 1) + 1 if nxt is not None and nxt.text == "(" else i + 1
+            continue
+        if tok.kind != "ident":
+            i, pub = i + 1, False
+            continue
+        kind = tok.text
+        end = _item_end(tokens, i, kind)
+        if kind == "use":
+            uses += [(leaf, pub) for leaf in use_leaves(tokens, i + 1, end)]
+        elif kind == "macro_rules" and i + 2 < n:
+            items[tokens[i + 2].text] = items.get(tokens[i + 2].text, False) or pub
+        elif kind in _ITEM_KEYWORDS:
+            j = i + 2 if nxt is not None and nxt.text == "mut" else i + 1
+            if j < n and tokens[j].kind == "ident" and tokens[j].text != "_":
+                name = tokens[j].text.removeprefix("r#")
+                items[name] = items.get(name, False) or pub
+        elif kind not in _BLOCK_ITEMS and kind not in ("unsafe", "async", "default", "auto", "crate"):
+            end = i
+        elif kind in ("unsafe", "async", "default", "auto", "crate") or (kind == "extern" and nxt is not None
+                                                                         and nxt.text not in ("{", "crate")):
+            i += 1  # a qualifier of the item that follows
+            continue
+        i, pub = end + 1, False
+    return TopLevel(items, tuple(uses))
+
+
+def type_references(code: str) -> dict[str, frozenset[str]]:
+    """For each struct, enum, union and type alias of ``code`` (test code left out), the identifiers its definition
+    mentions (field types, variants' payloads, the aliased type).
+
+    >>> refs = type_references("struct A { x: B, y: Vec<C> } type D = A;")
+    >>> sorted(refs["A"]), sorted(refs["D"])
+    (['B', 'C', 'Vec', 'x', 'y'], ['A'])
+    """
+    tokens = tokenize(code)
+    regions = test_regions(tokens)
+    out: dict[str, frozenset[str]] = {}
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind == "ident" and tok.text in ("struct", "enum", "union", "type") and not regions.contains(i):
+            name = tokens[i + 1]
+            if name.kind == "ident":
+                body = tokens[i + 2 : _item_end(tokens, i, tok.text) + 1]
+                out[name.text] = out.get(name.text, frozenset()) | frozenset(
+                    t.text.removeprefix("r#") for t in body if t.kind == "ident")
+    return out
+
+
+def reachable_types(code: str, roots: frozenset[str]) -> frozenset[str]:
+    """The types of ``code`` that the definitions of ``roots`` reach through fields and aliases (roots included).
+
+    >>> sorted(reachable_types("struct A { x: B } struct B(C); struct C; struct D;", frozenset({"A"})))
+    ['A', 'B', 'C']
+    """
+    refs = type_references(code)
+    seen, work = set(), [r for r in roots if r in refs]
+    while work:
+        name = work.pop()
+        if name not in seen:
+            seen.add(name)
+            work += [r for r in refs[name] if r in refs]
+    return frozenset(seen)
+
+
+def _own_imports(tests: str) -> frozenset[str]:
+    """Names the test source imports explicitly at its top level (importing one of them again is an error)."""
+    return frozenset(leaf.name for leaf, _ in top_level(tests).uses if leaf.name not in (None, "_"))
+
+
+def test_imports(reference: str, completion: str, tests: str, *, root: str = "super", public: bool = False,
+                 extra: frozenset[str] = frozenset(), taken: frozenset[str] = frozenset()) -> str:
+    """The one-line import that replaces ``use ROOT::*;`` in hidden tests ``tests`` run against ``completion``.
+
+    From the completion: the names that ``reference`` defines (plus ``extra``, e.g. the prompt's required items)
+    and the completion binds too (``public``: as ``pub``, for integration tests); from std: the reference's own std
+    imports, the names the tests would have got from it through the glob. Names the tests import themselves, and
+    ``taken`` (imported beside this line), are left out: importing a name twice is an error.
+
+    >>> test_imports("use std::collections::BTreeMap; pub fn f() {}",
+    ...              "pub use std::vec::Vec as BTreeMap; pub fn f() {} pub trait Hack {}", "")
+    'use super::{f}; use ::std::collections::BTreeMap;'
+    """
+    ref = top_level(reference)
+    own = _own_imports(tests) | taken
+    names = sorted(((frozenset(ref.items) | extra) & top_level(completion).names(public=public)) - own)
+    std = [leaf.render() for leaf in ref.std_imports() if leaf.name is None or leaf.name not in own | set(names)]
+    return " ".join([f"use {root}::{{{', '.join(names)}}};", *dict.fromkeys(std)])
+
+
+test_imports.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
