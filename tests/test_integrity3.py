@@ -10,6 +10,7 @@ theirs; batch mode gives each completion the verdict it gets alone.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,15 @@ from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.soundness import FAMILIES
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.sandbox import RUN_LIMITS
 from rust_rewards.verify.verifier import Verifier
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 CORPUS = ADVERSARIAL / "integrity3"
 FORGERY = ADVERSARIAL / "forgery"
 HONEST = (ADVERSARIAL / "integrity" / "honest_tested.rs").read_text()
-CASES = {p.stem: p.read_text() for p in sorted(CORPUS.glob("*.rs"))} | {"honest_tested": HONEST}
+CASES = {p.stem: p.read_text() for p in sorted(CORPUS.glob("*.rs")) if p.stem != "huge_statics"} | {
+    "honest_tested": HONEST}
 EXPECT = {name: re.match(r"// expect: (\w+)", text).group(1) for name, text in CASES.items()}
 ADD = HiddenTests((FORGERY / "hidden" / "unit.rs").read_text(), reference=(FORGERY / "honest_right.rs").read_text(),
                   prompt=(FORGERY / "task.md").read_text())
@@ -145,3 +148,19 @@ def test_batch_gives_each_completion_its_verdict_alone(reports):
         direct, batch = reports[("direct", name)], reports[("batch", name)]
         assert (direct.build_ok, direct.hidden_tests, direct.own_tests, direct.own_checks, direct.hack_reasons) == (
             batch.build_ok, batch.hidden_tests, batch.own_tests, batch.own_checks, batch.hack_reasons), name
+
+
+@pytest.mark.slow
+def test_a_member_with_huge_statics_cannot_starve_its_neighbours():
+    """Its statics would eat the address space of a shared test binary: the share is verified one by one."""
+    starver = (CORPUS / "huge_statics.rs").read_text()
+    config = VerifierConfig(mode="batch", run_limits=replace(RUN_LIMITS, memory_mb=384))
+    verifier = Verifier(config, workers=1)
+    try:
+        got = verifier.verify_many([starver, HONEST, "pub fn add(a: i32, b: i32) -> i32 {\n    b + a\n}\n"],
+                                   [ADD] * 3, raw_code=True)
+        reasons = dict(verifier.fallback_reasons)
+    finally:
+        verifier.close()
+    assert [r.hidden_tests.passed for r in got] == [0, 3, 3]
+    assert reasons.get("shared test binary too large") == 3, reasons

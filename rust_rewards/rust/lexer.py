@@ -885,8 +885,8 @@ def analyse(code: str) -> SourceFacts:
         meaningful_assertions=tuple(meaningful),
         trivial_assertions=trivial,
         tests_calling_solution=calling,
-        forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions) + observing_tests(tokens, regions)
-                               + copied_solution(tokens, regions))),
+        forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions)
+                               + observing_tests(tokens, regions) + copied_solution(tokens, regions))),
     )
 
 

@@ -56,6 +56,7 @@ from rust_rewards.verify.harness import (
     Job,
     TestPlan,
     job_report,
+    loaded_size,
     primary_file,
     run_tests,
     rustc_base,
@@ -419,6 +420,9 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     results = job.run_steps("compile", steps, limits=job.config.compile_limits)
     if any(r.timed_out for r in results.values()):
         return "compile timeout"
+    binary = job.layout.root / "target" / f"{name}-test"
+    if results.get("test_compile") is not None and binary.exists() and loaded_size(binary) > SHARED_LOAD_LIMIT:
+        return "shared test binary too large"
     passes: dict[str, dict[_Member, list[str]]] = {}
     for step, result in results.items():
         split = _split_diagnostics(result.stderr, members)
@@ -452,6 +456,10 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     return outcomes
 
 
+SHARED_LOAD_LIMIT = 64 << 20
+"""Bytes a shared test binary may map at start-up (``harness.loaded_size``; honest shares map a few MB). Beyond it,
+statics of one member (say four 512 MiB zeroed arrays) would eat the address space its neighbours' tests run in,
+so the share is verified one by one instead."""
 _HIDDEN_ONLY = "hidden tests do not compile"
 """Every error of a member is in its hidden tests' file."""
 _LEXER_ERRORS = frozenset({"E0748", "E0758", "E0762", "E0763", "E0765", "E0766"})

@@ -235,6 +235,21 @@ def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunR
     return OwnTestChecks(kinds, compiled=True, valid=valid, discriminating=discriminating)
 
 
+def loaded_size(path: Path) -> int:
+    """Bytes an ELF binary maps when it starts (the ``PT_LOAD`` segments' memory sizes: code, data and zeroed
+    statics); 0 when it is not a 64-bit little-endian ELF file."""
+    with path.open("rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:6] != b"\x7fELF\x02\x01":
+            return 0
+        phoff = int.from_bytes(head[0x20:0x28], "little")
+        size, count = int.from_bytes(head[0x36:0x38], "little"), int.from_bytes(head[0x38:0x3A], "little")
+        f.seek(phoff)
+        table = f.read(size * count)
+    headers = (table[k * size : (k + 1) * size] for k in range(count))
+    return sum(int.from_bytes(h[0x28:0x30], "little") for h in headers if int.from_bytes(h[:4], "little") == 1)
+
+
 def rustc_base(job: Job, tool: Path, src: str) -> list[str]:
     return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
 
