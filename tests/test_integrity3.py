@@ -164,3 +164,57 @@ def test_a_member_with_huge_statics_cannot_starve_its_neighbours():
         verifier.close()
     assert [r.hidden_tests.passed for r in got] == [0, 3, 3]
     assert reasons.get("shared test binary too large") == 3, reasons
+
+
+LARGEST = """pub fn largest(v: &[i32]) -> i32 {
+    let mut m = v[0];
+    for &x in v {
+        if x > m {
+            m = x;
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_largest() {
+        assert_eq!(largest(&[1, 5, 3]), 5);
+    }
+}
+"""
+"""Honest tests whose two token mutants are equivalent on them (``>`` to ``>=``; ``v[0]`` to ``v[1]`` on this
+input): only a mutant of the whole body shows that they can fail."""
+PANICS_WRONG = """pub fn divide(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        panic!("division by zero");
+    }
+    a * b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic]
+    fn by_zero_panics() {
+        divide(1, 0);
+    }
+}
+"""
+"""A wrong divide whose only test expects a panic: its mutants stop panicking, which says nothing about it."""
+
+
+def test_without_a_reference_honest_tests_beat_equivalent_mutants_and_should_panic_alone_earns_nothing():
+    verifier = Verifier(VerifierConfig(), workers=2)
+    try:
+        largest, panics = verifier.verify_many([LARGEST, PANICS_WRONG], [None, None], raw_code=True)
+    finally:
+        verifier.close()
+    assert largest.own_checks.discriminating == 1 and rewards_from_report(largest)["test_reward"] == 2.0
+    assert panics.own_checks.valid == 1 and panics.own_checks.discriminating == 0
+    assert rewards_from_report(panics)["test_reward"] == 0.0

@@ -60,6 +60,54 @@ _OPEN = {"(": ")", "[": "]", "{": "}"}
 _INT = re.compile(r"([0-9][0-9_]*)((?:[iu](?:8|16|32|64|128|size))?)")
 
 
+_DEFAULT_TYPES = frozenset({
+    "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64", "bool",
+    "char", "String", "Vec", "Option", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+})
+"""Return types whose every instance implements ``Default`` (containers for any element type)."""
+
+
+def body_mutants(code: str) -> list[str]:
+    """cargo-mutants' first operator: each fn body (outside test code, not ``main``, not ``const``) replaced by
+    ``Default::default()`` where the return type is one of ``_DEFAULT_TYPES``, or emptied where it returns
+    nothing. They compile whatever the body did, and an honest test rarely lets them pass.
+
+    >>> for m in body_mutants("fn f(v: &[i32]) -> i32 { v[0] } fn g(v: &mut Vec<i32>) { v.push(1) }"):
+    ...     print(m)
+    fn f(v: &[i32]) -> i32 { Default::default() } fn g(v: &mut Vec<i32>) { v.push(1) }
+    fn f(v: &[i32]) -> i32 { v[0] } fn g(v: &mut Vec<i32>) {}
+    """
+    try:
+        src = strip_test_code(code)
+        toks = tokenize(src)
+        texts = [src[t.start : t.end] for t in toks]
+        close, _ = _brackets(toks, texts)
+        out: dict[str, None] = {}
+        for i in range(len(toks) - 1):
+            if texts[i] != "fn" or toks[i + 1].kind != "ident" or texts[i + 1] == "main" or (
+                    i and texts[i - 1] == "const"):
+                continue
+            j = _skip_to(texts, close, i + 2, ("{", ";"))
+            if j >= len(toks) or texts[j] != "{":
+                continue
+            header = texts[i + 2 : j]
+            ret = header[header.index("->") + 1 :] if "->" in header else []
+            if "where" in ret:
+                ret = ret[: ret.index("where")]
+            if not ret:
+                body = "{}"
+            elif ret[0] in _DEFAULT_TYPES and (len(ret) == 1 or ret[1] == "<"):
+                body = "{ Default::default() }"
+            else:
+                continue
+            variant = src[: toks[j].start] + body + src[toks[close[j]].end :]
+            if variant != src:
+                out.setdefault(variant)
+        return list(out)
+    except Exception:  # noqa: BLE001 - a reward helper must never crash training
+        return []
+
+
 def mutants(code: str, limit: int = 12) -> list[str]:
     """Up to ``limit`` distinct variants of ``strip_test_code(code)``, each with one mutated token in a fn body.
 

@@ -108,6 +108,7 @@ class SealedTest:
     nonce: str
     ignored: bool = False
     local: str = ""
+    should_panic: bool = False
     """The test's name in the model's own code (a variant's copy has the variant's module in front of it)."""
 
     @property
@@ -165,7 +166,8 @@ def seal_tests(source: str) -> tuple[str, tuple[SealedTest, ...]]:
         flat = {tok for attr in fn.attrs for tok in attr}
         nonce = str(secrets.randbits(128) | 1 << 127)
         outer = sorted((m for m in mods if m.start < fn.start and fn.end <= m.end), key=lambda m: m.start)
-        sealed.append(SealedTest("::".join([*(m.name for m in outer), fn.name]), nonce, "ignore" in flat))
+        sealed.append(SealedTest("::".join([*(m.name for m in outer), fn.name]), nonce, "ignore" in flat,
+                                 should_panic="should_panic" in flat))
         inserts.append((tokens[body].end, _SEAL.format(panics=str("should_panic" in flat).lower(), nonce=nonce)))
     for offset, text in sorted(inserts, reverse=True):
         source = source[:offset] + text + source[offset:]
