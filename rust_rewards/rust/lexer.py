@@ -11,6 +11,8 @@ attributes unfolded to any depth. Token offsets always point into the original t
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -178,10 +180,10 @@ def _match_close(tokens: list[Token], i: int) -> int:
     return len(tokens) - 1
 
 
-def _attribute_at(tokens: list[Token], i: int) -> tuple[list[str], int] | None:
+def _attribute_at(tokens: list[Token], i: int, pairs: list[int] | None = None) -> tuple[list[str], int] | None:
     """If an outer attribute ``#[...]`` starts at ``i``, return its inner token texts and the index after it."""
     if tokens[i].text == "#" and i + 1 < len(tokens) and tokens[i + 1].text == "[":
-        close = _match_close(tokens, i + 1)
+        close = pairs[i + 1] if pairs is not None else _match_close(tokens, i + 1)
         return [t.text for t in tokens[i + 2 : close]], close + 1
     return None
 
@@ -206,10 +208,11 @@ def _items(tokens: list[Token]) -> list[Item]:
     """Every fn/mod with a body, with the attributes right in front of it (nested items included)."""
     items: list[Item] = []
     i, n = 0, len(tokens)
+    pairs = _bracket_pairs(tokens)
     pending: list[tuple[str, ...]] = []
     pending_start = None
     while i < n:
-        attr = _attribute_at(tokens, i)
+        attr = _attribute_at(tokens, i, pairs)
         if attr is not None:
             if pending_start is None:
                 pending_start = i
@@ -222,7 +225,7 @@ def _items(tokens: list[Token]) -> list[Item]:
             while j < n and tokens[j].text not in ("{", ";"):
                 j += 1
             if j < n and tokens[j].text == "{":
-                end = _match_close(tokens, j)
+                end = pairs[j]
                 start = pending_start if pending_start is not None else i
                 items.append(Item(tok.text, _display_name(tokens[i + 1]), start, end, tuple(pending)))
         if tok.kind != "ident" or tok.text not in ("pub", "async", "unsafe", "const", "extern", "crate"):
@@ -250,7 +253,20 @@ class TestRegions:
     cfg_test_mods: tuple[Item, ...]
 
     def contains(self, index: int) -> bool:
-        return any(it.start <= index <= it.end for it in (*self.test_fns, *self.cfg_test_mods))
+        spans = self._spans
+        k = bisect.bisect_right(spans, (index, float("inf"))) - 1  # the last span starting at or before
+        return k >= 0 and spans[k][1] >= index
+
+    @functools.cached_property
+    def _spans(self) -> list[tuple[int, int]]:
+        """The regions' token spans, nested and overlapping ones merged, in order."""
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted((it.start, it.end) for it in (*self.test_fns, *self.cfg_test_mods)):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
 
 
 def _is_conditional(attr: tuple[str, ...]) -> bool:

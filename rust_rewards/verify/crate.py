@@ -14,8 +14,8 @@ Layout (``src/lib.rs`` is a library, so a model-written ``fn main`` is just a fu
 - ``tests/H.rs`` (+ other ``tests/*.rs``): integration-shaped tests using the crate by name.
 
 ``H`` and ``V`` are ``__rr_`` + a random suffix drawn for each crate, so model code cannot name, shadow or include
-them; the exact libtest names of every test are known before anything runs, and ``remove_hidden_sources`` deletes
-every file but the model's own before any test binary starts.
+them; the exact libtest names of every test are known before anything runs, and ``remove_sources`` deletes
+every source file before any test binary starts.
 
 **Seals.** Every ``#[test]`` function we compile (hidden, own, and the own tests' copies in variants) gets, as
 the first statement of its body and on the same line as its ``{``, a guard value whose ``Drop`` writes a random
@@ -428,9 +428,9 @@ def rewrite_lib(layout: CrateLayout, *, own_tests: bool = True, with_hidden: boo
     return replace(layout, tree=tree, seals=seals, hidden_names=names)
 
 
-def remove_hidden_sources(layout: CrateLayout) -> None:
-    """Delete every source but the model's own once compiled (hidden tests, variants), so no test binary can
-    read them at run time."""
-    files = [layout.hidden_file] if layout.hidden_in_lib else []
-    for rel in (*files, *layout.integration_tests, *layout.variant_files):
-        (layout.root / rel).unlink(missing_ok=True)
+def remove_sources(layout: CrateLayout) -> None:
+    """Delete every source file of the crate once compiled (the model's own, whose test functions hold their seals'
+    nonces, the hidden tests, the variants), so no test binary can read them at run time."""
+    for folder in ("src", "tests"):
+        for path in sorted((layout.root / folder).rglob("*.rs")) if (layout.root / folder).is_dir() else ():
+            path.unlink(missing_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig
-from rust_rewards.verify.crate import CrateLayout, SealedTest, remove_hidden_sources, rewrite_lib, strip_seals
+from rust_rewards.verify.crate import CrateLayout, SealedTest, remove_sources, rewrite_lib, strip_seals
 from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.toolchain import Toolchain
@@ -166,11 +166,11 @@ class TestResults:
 
 
 def run_tests(job: Job, plan: TestPlan, *, own_expected: int, hidden_compiled: bool) -> TestResults:
-    """Delete every source but the model's, make the binaries unreadable, run each planned test in its own
+    """Delete every source, make the binaries unreadable, run each planned test in its own
     process (one sandbox call) and judge it by its seal."""
     layout = job.layout
     tree = layout.tree
-    remove_hidden_sources(layout)
+    remove_sources(layout)
     steps: list[sandbox.Step] = []
     if plan.own:
         steps += _steps("test", plan.own_binary, plan.own, hidden=False)
