@@ -124,12 +124,12 @@ class TestPlan:
 def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bool,
            after: dict[str, str] | None = None) -> list[sandbox.Step]:
     """One process per test, by exact name (hidden tests include ``#[ignore]``d ones; own ignored tests do not
-    run). The own tests and their copies in the variants are one timeout group, the hidden tests another.
+    run). Timeout groups: the own tests, each variant's copies of them, the hidden tests.
     ``after``: for a variant's copies, the own test's step each one repeats (``Step.after``: a copy runs only
     when the test passed at home, with a time limit from the time it took there)."""
     extra = ["--include-ignored"] if hidden else []
     return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra],
-                         group="hidden" if hidden else "own", model_controlled=True,
+                         group="hidden" if hidden else group, model_controlled=True,
                          after=(after or {}).get(t.key, ""))
             for i, t in enumerate(tests) if (hidden or not t.ignored) and (after is None or t.key in after)]
 

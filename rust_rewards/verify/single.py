@@ -63,9 +63,10 @@ from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
 OWN_MUTANTS = 4
-"""Token mutants of the completion itself its own tests run against (beside its ``body_mutants``) when the task
-has no reference (or no usable mutant of it): a test counts as discriminating when it fails on any of them, so
-an equivalent mutant (``>`` to ``>=`` in a max) does not zero honest tests."""
+"""Mutants of the completion itself its own tests run against when the task has no reference (or no usable
+mutant of it): its first ``body_mutants``, its first two token mutants, then the others. A test counts as
+discriminating when it fails on any of them, so an equivalent mutant (``>`` to ``>=`` in a max) does not zero
+honest tests."""
 MUTANTS_TRIED = 6
 """Mutants of a reference tried, in order, for a wrong variant (each costs one verification, once per task)."""
 
@@ -148,7 +149,9 @@ def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig,
                   slot: int = 0) -> tuple[tuple[str, str], ...]:
     """The other solutions the model's own tests run against: the reference and a wrong mutant of it, or, without
     a reference (or without a usable mutant of it), two mutants of the completion itself."""
-    own = tuple(("mutant", m) for m in dict.fromkeys([*body_mutants(code), *mutants(code, limit=OWN_MUTANTS)]))
+    body, tokens = body_mutants(code), mutants(code, limit=OWN_MUTANTS)
+    order = dict.fromkeys([*body[:1], *tokens[:2], *body[1:], *tokens[2:]])
+    own = tuple(("mutant", m) for m in list(order)[:OWN_MUTANTS])
     if hidden is not None and hidden.reference.strip():
         wrong = wrong_variant(hidden, config, slot)
         return (("reference", hidden.reference), *((("mutant", wrong),) if wrong else own))
