@@ -218,3 +218,28 @@ def test_without_a_reference_honest_tests_beat_equivalent_mutants_and_should_pan
     assert largest.own_checks.discriminating == 1 and rewards_from_report(largest)["test_reward"] == 2.0
     assert panics.own_checks.valid == 1 and panics.own_checks.discriminating == 0
     assert rewards_from_report(panics)["test_reward"] == 0.0
+
+
+NOTE_IN_TMP = """pub fn note() { let _ = std::fs::write("/tmp/note", "x"); }
+pub fn seen() -> bool { std::path::Path::new("/tmp/note").exists() }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_writes() { super::note(); assert!(super::seen()); }
+
+    #[test]
+    fn b_reads() { assert!(!super::seen()); }
+}
+"""
+
+
+def test_every_test_process_starts_with_an_empty_tmp():
+    """No test leaves a note for the next (the reference's or a variant's copy) in /tmp (needs bwrap's private /tmp)."""
+    from rust_rewards.verify.sandbox import detect_isolation
+    from rust_rewards.verify.single import verify_code
+
+    if detect_isolation().bwrap is None:
+        pytest.skip("no bwrap here: /tmp is the host's")
+    r = verify_code(NOTE_IN_TMP, None)
+    assert (r.own_tests.passed, r.own_tests.expected) == (2, 2), r.test_output

@@ -62,6 +62,7 @@ from rust_rewards.verify.harness import (
     rustc_base,
     skipped_hidden,
 )
+from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.single import task_checked, task_facts, task_variants, verify_code, wants_variants
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
@@ -417,7 +418,7 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     ], stop_unless_ok=True)
     # The harness first: it meets the library's hard errors as well as the tests', so a failing round ends there.
     steps = [test] if firsts is not None else [test, build] if harness else [build]
-    results = job.run_steps("compile", steps, limits=job.config.compile_limits)
+    results = job.run_steps("compile", steps, limits=shared_limits(job.config.compile_limits))
     if any(r.timed_out for r in results.values()):
         return "compile timeout"
     binary = job.layout.root / "target" / f"{name}-test"
@@ -454,6 +455,17 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     if failed and not {"compile error", "syntax error", _HIDDEN_ONLY} & set(outcomes.values()):
         return "compile failed without a message"
     return outcomes
+
+
+SHARED_COMPILE_SECONDS = 20
+"""Wall-clock limit of a shared compile (honest shares take a second or two): a member whose constant evaluation or
+monomorphisation runs long costs its neighbours this much before the share falls back, not the full compile
+limit."""
+
+
+def shared_limits(limits: Limits) -> Limits:
+    return replace(limits, wall_seconds=min(limits.wall_seconds, SHARED_COMPILE_SECONDS),
+                   cpu_seconds=min(limits.cpu_seconds, SHARED_COMPILE_SECONDS))
 
 
 SHARED_LOAD_LIMIT = 64 << 20

@@ -386,10 +386,12 @@ def run_steps(
             files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
     fds = tuple(f.fileno() for f in files.values())
     wall = len(steps) * (limits.wall_seconds + 1) + 5
+    fresh_tmp = detect_isolation().bwrap is not None and not writable
     start = time.monotonic()
     try:
         _returncode, outer_timeout = _spawn(
-            [*prefix, "/bin/bash", "-c", _wrapper_script(steps, files, limits)], crate=crate, env=env, user=user,
+            [*prefix, "/bin/bash", "-c", _wrapper_script(steps, files, limits, fresh_tmp=fresh_tmp)],
+            crate=crate, env=env, user=user,
             wall=wall, stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=fds,
         )
     finally:
@@ -403,13 +405,17 @@ def run_steps(
                     limits=limits, env=env, output_cap=output_cap)
 
 
-def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limits) -> str:
+def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limits, *,
+                    fresh_tmp: bool = False) -> str:
     """The bash script that runs ``steps`` in the sandbox: each under ``timeout`` with only its own output files
-    open, one status line per step on the status descriptor; a timed-out step skips the rest of its group."""
+    open, one status line per step on the status descriptor; a timed-out step skips the rest of its group.
+    ``fresh_tmp`` (a test run, in bwrap's private ``/tmp``): every model-built step starts with ``/tmp`` and
+    ``/dev/shm`` empty, so no test process leaves a note for the next (a copy learning it is a copy)."""
     # pass_fds keeps descriptor numbers across exec, so the script writes to the inherited numbers directly.
     status_fd = files["status"].fileno()
     close_all = " ".join(f"{f.fileno()}>&-" for f in files.values())
-    lines = [f"echo start >&{status_fd}"]
+    lines = [f"echo start >&{status_fd}", "shopt -s nullglob dotglob"]
+    wipe = 'f=(/tmp/* /dev/shm/*); [ ${#f[@]} -eq 0 ] || rm -rf -- "${f[@]}"; '  # globs are builtins: no fork
     groups = {g: k for k, g in enumerate(dict.fromkeys(step.group for step in steps if step.group))}
     index = {step.name: i for i, step in enumerate(steps)}
     wall_us = int(limits.wall_seconds * 1_000_000)
@@ -421,7 +427,8 @@ def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limi
             b = index[step.after]
             wall = "$w"
         line = (
-            f"s=$EPOCHREALTIME; timeout -k 1 {wall} {shlex.join(step.argv)} "
+            (wipe if fresh_tmp and step.model_controlled else "")
+            + f"s=$EPOCHREALTIME; timeout -k 1 {wall} {shlex.join(step.argv)} "
             f">&{out_fd} 2>&{err_fd} {close_all}; "
             f'rc=$?; e=$EPOCHREALTIME; echo "{i} $rc $s $e" >&{status_fd}; '
             f"rc_{i}=$rc; d_{i}=$(( ${{e/./}} - ${{s/./}} ))"
