@@ -172,6 +172,8 @@ def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
     assert result.global_step == 2 and result.resumed_from is None
     assert (out / "checkpoint-2" / "adapter_model.safetensors").is_file()
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+    card = (out / "README.md").read_text()
+    assert "[None]" not in card and "a fine-tuned version of `" in card  # the local base model, named
 
     params = json.loads((out / "params.json").read_text())
     assert params["max_steps"] == 2 and params["data"] == str(tasks_file) and params["use_cpu"] is True

@@ -15,7 +15,13 @@ from rust_rewards.data.sft_rows import SFTSet
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
 from rust_rewards.runs.records import load_params, param_changes
 from rust_rewards.tasks import Task
-from rust_rewards.train.checkpoints import adapter_from_checkpoint, find_checkpoint, finished_run, save_adapter
+from rust_rewards.train.checkpoints import (
+    adapter_from_checkpoint,
+    find_checkpoint,
+    finished_run,
+    name_base_model,
+    save_adapter,
+)
 from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TrainParams
 from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.recording import InfraGuard, InfrastructureError, format_log_line, record_start
@@ -216,6 +222,8 @@ def train_stage(p: TrainParams, tasks: list[Task], sft: SFTSet | None, pairs: li
         if guard.stopped is not None:
             raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))
         adapter = save_adapter(trainer, out / ADAPTER_DIR)
+        if trainer.accelerator.is_main_process:
+            name_base_model(out, p.model)
     finally:
         torch.set_num_threads(threads)
     return trainer, adapter, stopped
