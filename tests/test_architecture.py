@@ -6,7 +6,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "rust_rewards"
 LAYERS = {
-    "report": 0, "params": 0, "atomic": 0, "cpus": 0, "workspace": 0, "layout": 0,
+    "report": 0, "params": 0, "atomic": 0, "cpus": 0, "workspace": 0, "layout": 0, "hub": 0,
     "rust": 1,
     "tasks": 2, "prompts": 2,
     "verify": 3, "models": 3,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,22 @@ def test_a_users_mistake_in_a_script_is_one_line_and_exit_2(argv, line, tmp_path
                           text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == line
+
+
+@pytest.mark.parametrize("model, line", [
+    ("./no-such-folder", "train.py: --model ./no-such-folder: no model folder there (expected a folder with "
+                         "config.json, or a Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)"),
+    ("no/such/folder", "train.py: --model no/such/folder: no such folder, and not a Hugging Face hub id (owner/name)"),
+    ("someone/not-cached-model", "train.py: --model someone/not-cached-model: not a folder here, not in the Hugging "
+                                 "Face cache, and the Hub cannot be reached (offline?): pass a local model folder"),
+])
+def test_a_model_that_cannot_load_is_one_line_before_anything_is_written(model, line, tmp_path):
+    proc = subprocess.run([sys.executable, "train.py", "--preset", "smollm2-cpu", "--model", model, "--output-dir",
+                           str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == line
+    assert not (tmp_path / "run").exists()
 
 
 def test_an_unknown_task_id_in_eval_is_one_line(tmp_path):

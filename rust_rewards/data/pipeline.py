@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
+from rust_rewards.hub import hub_reachable
 from rust_rewards.layout import TASK_FILES
 from rust_rewards.params import fill_params, param
 from rust_rewards.prompts import chat_messages
@@ -297,6 +298,13 @@ def load_tokenizer(name: str) -> tuple[Any | None, str]:
         if not local.is_dir():
             raise FileNotFoundError(f"--tokenizer {name!r}: no such tokenizer directory")
         return AutoTokenizer.from_pretrained(local), ""
+    try:
+        return AutoTokenizer.from_pretrained(name, local_files_only=True), ""  # in the cache: no network
+    except Exception:  # noqa: BLE001 - not cached: fetch it below
+        pass
+    if not hub_reachable():
+        return None, (f"skipped: tokenizer {name!r} is not cached and the Hugging Face Hub cannot be reached "
+                      "(offline?). Pass a local tokenizer directory with --tokenizer PATH, or --tokenizer none")
     try:
         return AutoTokenizer.from_pretrained(name), ""
     except Exception as err:  # any hub or network failure: one clear message

@@ -3,6 +3,7 @@ exits with ``train.py: MESSAGE`` and no traceback."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from rust_rewards.train.loop import quiet_script_logs, run_training
 from rust_rewards.train.pass_rates import NoSignalError
 from rust_rewards.train.preflight import run_dry_run
 from rust_rewards.train.recording import InfrastructureError
-from rust_rewards.train.resolve import check_load_in_4bit, validate_params
+from rust_rewards.train.resolve import check_load_in_4bit, check_model_source, validate_params
 
 
 def run_command_line(values: Mapping[str, Any]) -> None:
@@ -20,10 +21,13 @@ def run_command_line(values: Mapping[str, Any]) -> None:
     quiet_script_logs()
     try:
         params = validate_params(params_from_mapping(values))
-        if not params.dry_run:  # this machine's CUDA and bitsandbytes (the dry run checks the GPU machine's)
+        if not params.dry_run:  # this machine's CUDA, bitsandbytes and model (the dry run checks the GPU machine's)
             check_load_in_4bit(params)
+            if not params.build_tiny_model:
+                check_model_source(params.model)
     except ValueError as err:
-        raise SystemExit(f"train.py: {err}") from None
+        print(f"train.py: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     try:
         (run_dry_run if params.dry_run else run_training)(params)
     except (InfrastructureError, SettingRejected, NoSignalError) as err:

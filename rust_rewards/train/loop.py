@@ -25,7 +25,7 @@ from rust_rewards.train.checkpoints import (
 from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TrainParams
 from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.recording import InfraGuard, InfrastructureError, format_log_line, record_start
-from rust_rewards.train.resolve import resolve_params, select_rewards
+from rust_rewards.train.resolve import check_model_source, resolve_params, select_rewards
 from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
 from rust_rewards.train.trainers import Progress, build_stage_trainer, load_train_tasks, sft_data
 from rust_rewards.verify.verifier import Verifier, verifier_for
@@ -73,6 +73,8 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     from accelerate import PartialState
 
     p = resolve_params(params)
+    if not p.build_tiny_model:
+        check_model_source(p.model)
     out = Path(p.output_dir)
     check_one_stage(out, p.stage)
     checkpoint = find_checkpoint(out, p.resume)

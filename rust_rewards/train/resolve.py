@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rust_rewards.hub import hub_reachable
 from rust_rewards.models.gguf import is_gguf, resolve_model
 from rust_rewards.params import coerce_value, flag_name, info_of
 from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
@@ -71,6 +72,29 @@ def validate_params(p: TrainParams) -> TrainParams:
     check_load_in_4bit(p, this_machine=False)
     select_rewards(p)
     return p
+
+
+def check_model_source(model: str) -> None:
+    """``ValueError`` naming ``--model`` when no model can be loaded from it, before anything is written: a path that
+    is no model folder, a hub id neither cached nor reachable (offline, ``from_pretrained`` would spend ~50 s on
+    retries first), or neither."""
+    if is_gguf(model):
+        return
+    path = Path(model).expanduser()
+    if model.startswith((".", "/", "~")) or path.exists():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"--model {model}: no model folder there (expected a folder with config.json, or a "
+                             "Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)")
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(model, "config.json")
+    except ValueError as err:  # huggingface_hub's HFValidationError: not shaped like a hub id
+        raise ValueError(f"--model {model}: no such folder, and not a Hugging Face hub id (owner/name)") from err
+    if not isinstance(cached, str) and not hub_reachable():
+        raise ValueError(f"--model {model}: not a folder here, not in the Hugging Face cache, and the Hub cannot be "
+                         "reached (offline?): pass a local model folder")
 
 
 def check_eval_params(p: TrainParams) -> None:
