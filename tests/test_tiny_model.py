@@ -40,8 +40,9 @@ SAMPLES = (
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+def tiny(tiny_model_dir):
+    """The session's tiny model (conftest): the tests here only read it."""
+    return tiny_model_dir
 
 
 @pytest.mark.slow
