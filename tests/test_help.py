@@ -73,6 +73,16 @@ def test_a_model_that_cannot_load_is_one_line_before_anything_is_written(model, 
     assert not (tmp_path / "run").exists()
 
 
+def test_an_output_dir_that_is_a_file_is_one_line_before_any_model_loads(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    proc = subprocess.run([sys.executable, "train.py", "--preset", "tiny", "--output-dir", str(taken / "run")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = f"train.py: --output-dir {taken / 'run'}: {taken} is a file, not a folder"
+    assert proc.stderr.strip().splitlines()[-1] == line
+
+
 def test_an_unknown_task_id_in_eval_is_one_line(tmp_path):
     import pandas as pd
 

@@ -47,6 +47,10 @@ def validate_params(p: TrainParams) -> TrainParams:
     if p.max_steps == 0:
         raise ValueError("--max-steps 0 would still train one step: give a positive number of steps, or -1 for "
                          "--num-train-epochs over the data")
+    out = run_dir(p)
+    blocking = next((part for part in (out, *out.parents) if part.exists() and not part.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"--output-dir {p.output_dir}: {blocking} is a file, not a folder")
     if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
         raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
     if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
