@@ -70,7 +70,7 @@ def test_tool_use_counts_calls_and_improvement_over_the_first_draft():
     reports = get_verifier().verify_many(completions)
     assert completion_text(improved).startswith("```rust") and reports[0].tests_ok and not reports[1].tests_ok
     assert first_draft(improved) == ADD.strip() and first_draft(no_code_call) == "" and first_draft(plain) is None
-    use = tool_use(completions, reports)
+    use = tool_use(completions, reports, get_verifier())
     assert (use.completions, use.calls, use.rollouts_with_calls, use.improved) == (4, 3, 3, 2)
     assert use.metrics() == {"feedback/tool_calls": 3, "feedback/rollouts_with_calls": 3,
                              "feedback/improved_share": 2 / 3}

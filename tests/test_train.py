@@ -39,9 +39,10 @@ from rust_rewards.train.recording import (
     format_log_line,
 )
 from rust_rewards.train.resolve import resolve_params, select_rewards
-from rust_rewards.train.trainers import build_trainer, task_reports
+from rust_rewards.train.trainers import build_trainer, eval_callbacks, sft_data, task_reports
 from rust_rewards.train.trl_configs import grpo_config
-from rust_rewards.verify.verifier import Verifier
+from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.verifier import Verifier, configure_verifier, get_verifier
 
 pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
 
@@ -164,6 +165,29 @@ def test_real_preset_config_on_this_machine():
         resolve_params(params_from_mapping({"preset": "real", "num-generations": 3}))
     with pytest.raises(ValueError, match="--reward-weights"):
         select_rewards(dataclasses.replace(p, reward_weights="build_reward=x"))
+
+
+def test_one_verifier_per_run_reaches_sft_rows_held_out_eval_and_step_logs(workdir, tasks_file, tiny_dir):
+    """The run's verifier (here batch mode) verifies the SFT references, the held-out evaluation and the step logs;
+    the process-wide one (direct mode here) is not asked."""
+    bundled = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+    mine = Verifier(VerifierConfig(mode="batch"), workers=1)
+    other = configure_verifier(VerifierConfig(mode="direct"), workers=1)
+    try:
+        p = resolve_params(tiny_params(workdir / "one-verifier", tasks_file, tiny_dir, stage="sft",
+                                       eval_tasks=str(bundled)))
+        rows = sft_data(p, TASKS, mine).rows
+        assert rows and mine.stats["requested"] >= len(rows)
+        (held_out,) = eval_callbacks(p, mine)
+        assert held_out.verifier is mine
+        grpo = build_trainer(resolve_params(tiny_params(workdir / "one-verifier-grpo", tasks_file, tiny_dir)),
+                             TASKS, verifier=mine)
+        log = next(c for c in grpo.callback_handler.callbacks if isinstance(c, RunLogCallback))
+        assert log.verifier is mine and log.forget == mine.forget_failures
+        assert other.stats["requested"] == 0
+    finally:
+        mine.close()
+        configure_verifier()
 
 
 def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
@@ -291,7 +315,7 @@ def test_logging_with_real_cargo_verdicts(tmp_path):
     assert logged["reward_time"] > 0 and {f"reward_time/{n}" for n in names} <= set(logged)
 
     weights = {name: 1.0 for name in names} | {"test_reward": 2.0}
-    callback = RunLogCallback(tmp_path, recorder, weights, task_reports)
+    callback = RunLogCallback(tmp_path, recorder, weights, task_reports(get_verifier()))
     state = TrainerState(global_step=5)
     callback.on_step_end(None, state, TrainerControl())
     frame = pd.read_parquet(tmp_path / "completions" / "step_000005.parquet")

@@ -19,7 +19,7 @@ from typing import Any
 from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import Task
-from rust_rewards.verify.verifier import get_verifier
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification", "verifier_error")
 
@@ -59,7 +59,8 @@ class SFTSet:
 
 
 def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], int] | None = None,
-             max_answer_tokens: int = 0, answer_format: str = "solution+tests") -> SFTSet:
+             max_answer_tokens: int = 0, answer_format: str = "solution+tests",
+             verifier: Verifier | None = None) -> SFTSet:
     """Verified prompt-completion rows for ``tasks`` (read from ``source``, named in errors), answers in
     ``answer_format`` under its system prompt.
 
@@ -76,7 +77,7 @@ def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], i
             out.skipped["answer_too_long"] += 1
         else:
             candidates.append((task, answer))
-    reports = get_verifier().verify_many([answer for _, answer in candidates],
+    reports = (verifier or get_verifier()).verify_many([answer for _, answer in candidates],
                                          hidden=[task.hidden_tests() for task, _ in candidates])
     for (task, answer), report in zip(candidates, reports, strict=True):
         if report.internal_error:

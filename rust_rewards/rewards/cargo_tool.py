@@ -12,15 +12,16 @@ its first draft (``visible_level``: no code < code < builds < clippy clean < own
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rust_rewards.report import Report
 from rust_rewards.rewards.feedback import approx_tokens, feedback_message
 from rust_rewards.rust.extract import extract_rust
-from rust_rewards.verify.verifier import get_verifier
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 TOOL_NAME = "cargo_check"
 TOOL_FEEDBACK_TOKENS = 256
@@ -41,11 +42,25 @@ def cargo_check(code: str = "") -> str:
     Returns:
         The compiler errors, clippy lints and failing tests of the code, or a line saying every check passed.
     """
+    return check_with(get_verifier(), code)
+
+
+def check_with(verifier: Verifier, code: str) -> str:
+    """``cargo_check``'s answer for ``code``, verified by ``verifier``."""
     source = draft_source(code)
     if not source:
         return NO_CODE
-    report = get_verifier().verify(source, raw_code=True)
-    return tool_answer(report)
+    return tool_answer(verifier.verify(source, raw_code=True))
+
+
+def cargo_check_tool(verifier: Verifier) -> Callable[[str], str]:
+    """``cargo_check`` (same name, docstring and signature, which TRL turns into the tool's schema) verifying with a
+    run's own ``verifier``."""
+
+    def tool(code: str = "") -> str:
+        return check_with(verifier, code)
+
+    return functools.update_wrapper(tool, cargo_check)
 
 
 def draft_source(code: Any) -> str:
@@ -118,11 +133,10 @@ class ToolUse:
                 if self.rollouts_with_calls else 0.0}
 
 
-def tool_use(completions: Sequence[Any], reports: Sequence[Report]) -> ToolUse:
+def tool_use(completions: Sequence[Any], reports: Sequence[Report], verifier: Verifier) -> ToolUse:
     """Count one batch's tool use; ``reports`` are the final answers' (as the rewards saw them). A draft's report
-    comes from the verifier's cache (the tool verified exactly that code)."""
+    comes from ``verifier``'s cache (the tool verified exactly that code with it)."""
     calls = rollouts = improved = 0
-    verifier = get_verifier()
     for completion, report in zip(completions, reports, strict=True):
         draft = first_draft(completion)
         n = len(tool_calls(completion))

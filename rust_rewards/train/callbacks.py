@@ -29,7 +29,7 @@ from rust_rewards.train.recording import (
     completion_rows,
     gather_across_processes,
 )
-from rust_rewards.verify.verifier import get_verifier
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 
 class MetricsFileCallback(TrainerCallback):
@@ -54,7 +54,8 @@ class RunLogCallback(TrainerCallback):
     def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
                  reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
                  forget: Callable[[], object] | None = None, feedback: bool = False,
-                 tests_asked: bool = True) -> None:
+                 tests_asked: bool = True, verifier: Verifier | None = None) -> None:
+        self.verifier = verifier or get_verifier()
         self.out_dir = Path(out_dir)
         self.tests_asked = tests_asked
         self.recorder = recorder
@@ -62,7 +63,7 @@ class RunLogCallback(TrainerCallback):
         self.reports_for = reports_for
         self.completions_every = completions_every
         self.guard = guard
-        self.forget = forget or (lambda: get_verifier().forget_failures())
+        self.forget = forget or self.verifier.forget_failures
         self._window = StepHealth(0)
         self.feedback = feedback
         self._tools = ToolUse()
@@ -86,8 +87,8 @@ class RunLogCallback(TrainerCallback):
         write = self.completions_every > 0 and state.global_step % self.completions_every == 0
         frames = [completion_rows(state.global_step, batch, self.weights, batch_reports, self.tests_asked)
                   for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
-        tools = sum((tool_use(b.completions, r) for b, r in zip(batches, reports, strict=True)), ToolUse()) \
-            if self.feedback else ToolUse()
+        tools = sum((tool_use(b.completions, r, self.verifier) for b, r in zip(batches, reports, strict=True)),
+                    ToolUse()) if self.feedback else ToolUse()
         gathered = gather_across_processes((local, frames, tools))
         health = sum((h for h, _, _ in gathered[1:]), gathered[0][0])
         self._window = self._window + health

@@ -34,7 +34,7 @@ from rust_rewards.layout import RunFolder
 from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
 from rust_rewards.tasks import Task
 from rust_rewards.train.recording import append_metrics
-from rust_rewards.verify.verifier import get_verifier
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 EVAL_KEYS = ("eval/build_rate", "eval/clippy_rate", "eval/test_rate", "eval/hidden_pass_at_1",
              "eval/hidden_pass_at_1_lo", "eval/hidden_pass_at_1_hi", "eval/n", "eval/seconds")
@@ -146,7 +146,7 @@ class RolloutEngineGenerator:
 
 def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
                     batch_size: int = 8, label: str = "policy", engine: Any = None,
-                    answer_format: str = "solution+tests") -> pd.DataFrame:
+                    answer_format: str = "solution+tests", verifier: Verifier | None = None) -> pd.DataFrame:
     """Sample ``sampling.n`` completions per task with ``model`` (through ``engine``, the rollouts' vLLM engine, when
     given), prompted for ``answer_format``, and verify them: eval.py's result rows (model, task_id, sample,
     completion, ``Report.flat()``) plus completion_tokens and truncated. RNG states and the model's mode are restored
@@ -163,7 +163,8 @@ def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling:
         prompts = [generator.render(task.prompt) for task, _ in work]
         gens = generator.generate(prompts, sampling)
         hidden = {task.task_id: task.hidden_tests() for task in tasks}
-        reports = get_verifier().verify_many([g.text for g in gens], hidden=[hidden[t.task_id] for t, _ in work])
+        reports = (verifier or get_verifier()).verify_many([g.text for g in gens],
+                                                           hidden=[hidden[t.task_id] for t, _ in work])
     rows = [{"model": label, "task_id": task.task_id, "sample": sample, "completion": gen.text,
              "completion_tokens": gen.tokens, "truncated": gen.truncated,
              **report.flat(tests_asked=asks_for_tests(answer_format))}
@@ -182,8 +183,9 @@ class HeldOutEvalCallback(TrainerCallback):
 
     def __init__(self, out_dir: str | Path, tasks: Sequence[Task], tokenizer: Any, sampling: SamplingParams,
                  every: int = 0, batch_size: int = 8, use_wandb: bool = False,
-                 answer_format: str = "solution+tests") -> None:
+                 answer_format: str = "solution+tests", verifier: Verifier | None = None) -> None:
         self.out_dir = Path(out_dir)
+        self.verifier = verifier
         self.answer_format = answer_format
         self.tasks = list(tasks)
         self.tokenizer = tokenizer
@@ -221,7 +223,7 @@ class HeldOutEvalCallback(TrainerCallback):
             return None
         began = time.perf_counter()
         results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size,
-                                  engine=self.engine, answer_format=self.answer_format)
+                                  engine=self.engine, answer_format=self.answer_format, verifier=self.verifier)
         results.insert(0, "step", state.global_step)
         write_parquet_atomic(results, eval_file(self.out_dir, state.global_step))
         metrics = {**eval_metrics(results), "eval/seconds": time.perf_counter() - began}

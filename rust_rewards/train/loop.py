@@ -86,11 +86,11 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     if p.build_tiny_model:
         build_tiny_model(p.model, warm_start=WarmStart(tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS)
                          if p.feedback_turns else WarmStart())
-    sft, pairs = stage_data(p, tasks)
     processes = PartialState(cpu=bool(p.use_cpu))
+    verifier = use_verifier(p, processes)  # the run's one verifier, from its flags, for every stage below
+    sft, pairs = stage_data(p, tasks, verifier)
     if processes.is_main_process:
         record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint))
-    verifier = use_verifier(p, processes)
     if p.stage == "grpo" and p.pass_rate_k:
         tasks = filter_tasks(p, tasks, verifier, processes)
     trainer, adapter, stopped = train_stage(p, tasks, sft, pairs, checkpoint, progress, verifier)
@@ -141,10 +141,11 @@ def already_finished(out: Path, checkpoint: str, state: dict[str, Any]) -> Train
     return TrainResult(out, adapter, state["global_step"], checkpoint, logs[-1] if logs else {})
 
 
-def stage_data(p: TrainParams, tasks: list[Task]) -> tuple[SFTSet | None, list[dict[str, Any]] | None]:
+def stage_data(p: TrainParams, tasks: list[Task], verifier: Verifier) -> tuple[SFTSet | None,
+                                                                                list[dict[str, Any]] | None]:
     """The supervised stage's verified reference answers and the preference stage's pairs (``None`` for the other
     stages), each announced with its counts."""
-    sft = sft_data(p, tasks) if p.stage == "sft" else None
+    sft = sft_data(p, tasks, verifier) if p.stage == "sft" else None
     if sft is not None:
         print(f"supervised stage: {sft.counts()['rows']} verified reference answers of {len(tasks)} tasks; "
               f"skipped: {dict(sft.skipped) or 'none'}", flush=True)

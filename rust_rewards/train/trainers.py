@@ -18,7 +18,7 @@ from rust_rewards.train.models import lora_config, trainer_model
 from rust_rewards.train.recording import InfraGuard, RewardRecorder
 from rust_rewards.train.resolve import select_rewards
 from rust_rewards.train.trl_configs import dpo_config, grpo_config, sft_config
-from rust_rewards.verify.verifier import Verifier
+from rust_rewards.verify.verifier import Verifier, get_verifier
 
 Progress = Callable[[int, int, dict[str, Any]], None]
 """``progress(step, max_steps, logs)``: called with each logged step."""
@@ -45,20 +45,21 @@ def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: s
     return Dataset.from_list(rows)
 
 
-def task_reports(completions: Sequence[Any], columns: Mapping[str, list[Any]]) -> list[Report]:
-    """The verifier's reports for one batch, asked exactly as the rewards ask (so they are cache hits)."""
+def task_reports(verifier: Verifier) -> Callable[[Sequence[Any], Mapping[str, list[Any]]], list[Report]]:
+    """``verifier``'s reports for one batch, asked exactly as the rewards ask (so they are cache hits)."""
     from rust_rewards.rewards import reports_for
 
-    return reports_for(list(completions), **columns)
+    return lambda completions, columns: reports_for(list(completions), verifier, **columns)
 
 
-def sft_data(p: TrainParams, tasks: Sequence[Task]) -> SFTSet:
-    """The verified reference answers of ``tasks`` (answers longer than ``max_completion_length`` tokens skipped)."""
+def sft_data(p: TrainParams, tasks: Sequence[Task], verifier: Verifier) -> SFTSet:
+    """The reference answers of ``tasks`` verified by the run's ``verifier`` (answers longer than
+    ``max_completion_length`` tokens skipped)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(p.model)
     return sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
-                    p.max_completion_length, answer_format=p.answer_format)
+                    p.max_completion_length, answer_format=p.answer_format, verifier=verifier)
 
 
 def run_callbacks(p: TrainParams, log: Any, progress: Progress | None) -> list[Any]:
@@ -71,7 +72,7 @@ def run_callbacks(p: TrainParams, log: Any, progress: Progress | None) -> list[A
     return [log, StopFileCallback(p.output_dir)] + ([] if progress is None else [ProgressCallback(progress)])
 
 
-def eval_callbacks(p: TrainParams) -> list[Any]:
+def eval_callbacks(p: TrainParams, verifier: Verifier) -> list[Any]:
     """The held-out evaluation callback (``rust_rewards.train.evaluation``) when ``--eval-tasks`` is set, else none:
     its tasks (the first ``eval_limit``), its own copy of the tokenizer, the rollouts' temperature and top-p."""
     if not p.eval_tasks:
@@ -89,7 +90,7 @@ def eval_callbacks(p: TrainParams) -> list[Any]:
                               max_new_tokens=p.eval_max_new_tokens or p.max_completion_length)
     tokenizer = AutoTokenizer.from_pretrained(p.model, padding_side="left")
     return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb,
-                                answer_format=p.answer_format)]
+                                answer_format=p.answer_format, verifier=verifier)]
 
 
 def with_our_callbacks_first(trainer: Any) -> Any:
@@ -105,8 +106,8 @@ def with_our_callbacks_first(trainer: Any) -> Any:
     return trainer
 
 
-def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
-                      progress: Progress | None = None) -> Any:
+def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]], progress: Progress | None,
+                      verifier: Verifier) -> Any:
     """The ``SFTTrainer`` of the supervised stage: same LoRA settings (or ``init_adapter``), same outputs."""
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -120,13 +121,13 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]],
         train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
         processing_class=AutoTokenizer.from_pretrained(p.model),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p),
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p, verifier),
     )
     return with_our_callbacks_first(trainer)
 
 
-def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]],
-                      progress: Progress | None = None) -> Any:
+def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]], progress: Progress | None,
+                      verifier: Verifier) -> Any:
     """The ``DPOTrainer`` of the preference stage: same LoRA settings (or ``init_adapter``), same outputs; the
     reference model is the base with the adapter switched off (TRL's default with PEFT)."""
     from datasets import Dataset
@@ -141,7 +142,7 @@ def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]],
         train_dataset=Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in pairs]),
         processing_class=AutoTokenizer.from_pretrained(p.model),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p),
+        callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p, verifier),
     )
     return with_our_callbacks_first(trainer)
 
@@ -160,22 +161,24 @@ def build_trainer(
     """
     from trl import GRPOTrainer
 
-    from rust_rewards.rewards.cargo_tool import cargo_check
+    from rust_rewards.rewards.cargo_tool import cargo_check_tool
     from rust_rewards.train.callbacks import RunLogCallback
 
+    verifier = verifier or get_verifier()
     funcs, weights = select_rewards(p, verifier)
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
-    log = RunLogCallback(p.output_dir, recorder, weights, task_reports, p.completions_every, guard,
-                         feedback=p.feedback_turns > 0, tests_asked=asks_for_tests(p.answer_format))
+    log = RunLogCallback(p.output_dir, recorder, weights, task_reports(verifier), p.completions_every, guard,
+                         forget=verifier.forget_failures, feedback=p.feedback_turns > 0,
+                         tests_asked=asks_for_tests(p.answer_format), verifier=verifier)
     trainer = GRPOTrainer(
         model=trainer_model(p),
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
         train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0, answer_format=p.answer_format),
         peft_config=None if p.init_adapter else lora_config(p),
-        callbacks=run_callbacks(p, log, progress) + eval_callbacks(p),
-        tools=[cargo_check] if p.feedback_turns else None,
+        callbacks=run_callbacks(p, log, progress) + eval_callbacks(p, verifier),
+        tools=[cargo_check_tool(verifier)] if p.feedback_turns else None,
     )
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     end_ids = (*trainer.eos_token_ids, tokenizer.pad_token_id)
@@ -192,8 +195,9 @@ def build_stage_trainer(p: TrainParams, tasks: Sequence[Task], sft: SFTSet | Non
                         verifier: Verifier | None = None) -> Any:
     """The trainer of ``p``'s stage: supervised on ``sft``'s rows, DPO on ``pairs``, else GRPO on ``tasks``, rewarded
     by ``verifier`` (stopped by ``guard`` on its internal errors)."""
+    verifier = verifier or get_verifier()
     if sft is not None:
-        return build_sft_trainer(p, sft.rows, progress)
+        return build_sft_trainer(p, sft.rows, progress, verifier)
     if pairs is not None:
-        return build_dpo_trainer(p, pairs, progress)
+        return build_dpo_trainer(p, pairs, progress, verifier)
     return build_trainer(p, tasks, progress, guard, verifier)
