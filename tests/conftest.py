@@ -6,6 +6,7 @@ import pytest
 from rust_rewards.workspace import ENV
 
 ROOT = Path(__file__).resolve().parent.parent
+"""The repository root (tests import it: ``from conftest import ROOT``)."""
 os.environ.setdefault(ENV, str(ROOT))  # the notebooks' workspace, wherever pytest is started
 
 
@@ -15,6 +16,16 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from rust_rewards.train.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    """A local verifier with 2 workers for one test module, closed after it."""
+    from rust_rewards.verify.verifier import Verifier
+
+    v = Verifier(workers=2)
+    yield v
+    v.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -179,11 +179,6 @@ def test_prompts_name_every_public_item(tasks):
         assert not missing, f"{t.task_id}: prompt does not name {missing}"
 
 
-@pytest.fixture(scope="module")
-def verifier():
-    from rust_rewards.verify.verifier import get_verifier
-
-    return get_verifier()
 
 
 @pytest.mark.slow

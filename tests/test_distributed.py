@@ -17,12 +17,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from accelerate.commands.config.config_args import ClusterConfig
+from conftest import ROOT
 
 from rust_rewards.cpus import cpu_share, usable_cpus
 
 pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs" / "accelerate"
 
 

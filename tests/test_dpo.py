@@ -3,9 +3,9 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.data.dpo_pairs import FORMAT_REWARDS, PairRule, build_pairs, read_pairs, write_pairs
 from rust_rewards.data.importers import load_tasks
@@ -15,7 +15,6 @@ from rust_rewards.rewards import rewards_from_report, weighted_total
 from rust_rewards.rust.extract import extract_rust
 from rust_rewards.verify.verifier import Verifier
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 FENCE = "```"
 REVERSE, PALINDROME = "rr-004-reverse-words", "rr-002-normalized-palindrome"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 from trl import GRPOConfig
 
 import rust_rewards.train.resolve as resolve_module
@@ -28,7 +29,6 @@ from rust_rewards.train.preflight import gpu_view, run_dry_run
 from rust_rewards.train.resolve import check_load_in_4bit, resolve_params
 from rust_rewards.train.trl_configs import grpo_config, vllm_kwargs
 
-ROOT = Path(__file__).resolve().parent.parent
 LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.eval.metrics import RoundSummary, comparison_table, rounds_table, summarize, summarize_model
@@ -21,11 +22,10 @@ from rust_rewards.ui.charts import eval_rounds_chart, pass_at_k_chart, rates_cha
 from rust_rewards.ui.entry_points import EVAL
 from rust_rewards.ui.forms import param_controls
 
-REPO = Path(__file__).resolve().parents[1]
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 EXERCISM = BENCHMARKS / "exercism_rust.jsonl"
 MULTIPL_E = BENCHMARKS / "multiple_humaneval_rs.jsonl"
-BUNDLED = REPO / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 FLAT_KEYS = list(Report(has_code=False).flat())
 SUMMARY_KEYS = {"n", "n_tasks", "build_rate", "clippy_rate", "test_rate", "hidden_pass_at_1", "pass_at_k", "ci",
                 "top_error_codes", "top_clippy_lints", "hack_flag_rate"}
@@ -64,7 +64,7 @@ def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag) -
 
 
 def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
-    controls = param_controls(EvalParams, EvalParams(), REPO)
+    controls = param_controls(EvalParams, EvalParams(), ROOT)
     assert set(controls.value) == {f.name for f in fields(EvalParams)}
     assert EVAL.read(controls.value) == EvalParams()
     assert controls["verifier"].options == {"local": "local", "ray": "ray"}
@@ -90,7 +90,7 @@ def test_checked_params_resolve_repository_paths_and_refuse_what_the_run_would(t
     (tmp_path / "here.parquet").write_bytes(b"")
     bundled = "qwen3-rust-finetune/bundled_tasks.jsonl"
     params = EVAL.check(EvalParams(tasks=bundled, predictions=["here.parquet"]))
-    assert (params.tasks, params.predictions) == (str(REPO / bundled), ["here.parquet"])
+    assert (params.tasks, params.predictions) == (str(ROOT / bundled), ["here.parquet"])
     with pytest.raises(ValueError, match="--tasks: no such file"):
         EVAL.check(EvalParams(tasks="nowhere.parquet", predictions=["here.parquet"]))
 
@@ -252,7 +252,7 @@ def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
     model = tiny_model_dir
     preds, out = tmp_path / "preds" / "tiny.parquet", tmp_path / "eval"
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    subprocess.run([sys.executable, str(REPO / "inference.py"), "--model", str(model), "--tasks", str(BUNDLED),
+    subprocess.run([sys.executable, str(ROOT / "inference.py"), "--model", str(model), "--tasks", str(BUNDLED),
                     "--out", str(preds), "--n", "2", "--max-new-tokens", "32", "--temperature", "0.7",
                     "--limit", "4", "--backend", "hf", "--name", "tiny"], cwd=tmp_path, env=env, check=True,
                    timeout=600)
@@ -260,7 +260,7 @@ def test_tiny_model_end_to_end_scripts(tmp_path, tiny_model_dir) -> None:
     assert len(generated) == 8 and generated["task_id"].nunique() == 4
     assert set(generated["model"]) == {"tiny"} and (generated["completion_tokens"] <= 32).all()
 
-    subprocess.run([sys.executable, str(REPO / "eval.py"), "--tasks", str(BUNDLED), "--predictions", str(preds),
+    subprocess.run([sys.executable, str(ROOT / "eval.py"), "--tasks", str(BUNDLED), "--predictions", str(preds),
                     "--out", str(out), "--k", "1,2"], cwd=tmp_path, env=env, check=True, timeout=600)
     results = pd.read_parquet(out / "results.parquet")
     assert len(results) == 8

@@ -12,7 +12,6 @@ from rust_rewards.rewards.feedback import NO_CODE_MESSAGE, approx_tokens, feedba
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import diagnostics
 from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus
-from rust_rewards.verify.verifier import Verifier
 
 CORPUS = dict(load_corpus(DEFAULT_CORPUS))
 SECRET = "SECRET_EXPECTATION"
@@ -43,11 +42,6 @@ HIDDEN = {
 }
 
 
-@pytest.fixture(scope="module")
-def verifier():
-    v = Verifier(workers=2)
-    yield v
-    v.close()
 
 
 def _leaks(message: str) -> list[str]:

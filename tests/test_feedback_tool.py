@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from rust_rewards.report import Report
 from rust_rewards.rewards.cargo_tool import (
@@ -23,7 +23,6 @@ from rust_rewards.rewards.cargo_tool import (
 from rust_rewards.rust.extract import completion_text
 from rust_rewards.verify.verifier import get_verifier
 
-ROOT = Path(__file__).resolve().parent.parent
 ADD = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
 TESTS = ("\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn adds() {\n"
          "        assert_eq!(add(2, 3), 5);\n    }\n}\n")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.lexer import forbidden_calls, tokenize
@@ -17,7 +18,6 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).parent / "adversarial" / "forgery"
 CONTROLS = {"honest_right": 2.0, "honest_wrong": 0.0}
 NOT_FLAGGED = {"runtime_read_hidden", "fake_summary_lines"}

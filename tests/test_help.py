@@ -6,17 +6,15 @@ import dataclasses
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.data.pipeline import ProcessParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.eval.scoring import EvalParams
 from rust_rewards.params import flag_name, usage
 from rust_rewards.train.config import TrainParams
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _flags(notebook: str) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import ROOT
 
 from rust_rewards.data.importers import (
     TaskDataError,
@@ -21,7 +22,6 @@ from rust_rewards.data.importers import (
 )
 from rust_rewards.tasks import TASK_COLUMNS, HiddenTests, Task
 
-ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 EXERCISM = BENCHMARKS / "exercism_rust.jsonl"
 MULTIPL_E = BENCHMARKS / "multiple_humaneval_rs.jsonl"

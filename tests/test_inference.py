@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from conftest import ROOT
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.eval.generation import (
@@ -26,10 +26,8 @@ from rust_rewards.prompts import SYSTEM_PROMPT
 from rust_rewards.tasks import Task
 from rust_rewards.ui.entry_points import INFERENCE
 from rust_rewards.ui.forms import check_form, param_controls
-from rust_rewards.verify.verifier import Verifier
 
-REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 
 GREEDY = SamplingParams(n=1, greedy=True, max_new_tokens=12)
 
@@ -92,7 +90,7 @@ def test_parameter_definitions_refuse_bad_values_naming_the_flag(values, flag) -
 
 
 def test_form_controls_come_from_the_parameter_definitions(tmp_path) -> None:
-    controls = param_controls(InferenceParams, InferenceParams(), REPO)
+    controls = param_controls(InferenceParams, InferenceParams(), ROOT)
     assert set(controls.value) == {f.name for f in fields(InferenceParams)}
     assert INFERENCE.read(controls.value) == InferenceParams()
     assert list(controls["backend"].options) == ["auto", "hf", "vllm"]
@@ -213,11 +211,6 @@ def test_run_inference_reads_task_file_with_limit(tiny, tmp_path) -> None:
     assert set(result["backend"]) == {"hf"} and (result["completion_tokens"] <= 6).all()
 
 
-@pytest.fixture(scope="module")
-def verifier():
-    v = Verifier(workers=2)
-    yield v
-    v.close()
 
 
 def test_repair_round_on_tiny_model(generator, verifier, tmp_path) -> None:

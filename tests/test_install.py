@@ -8,10 +8,10 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_wheel_install_runs_the_cli_outside_the_checkout(tmp_path):

@@ -9,13 +9,13 @@ from math import ceil
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.cpus import usable_cpus
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.sandbox import RUN_LIMITS, UID_BASE, UID_BLOCK, Step, UidBlocks, detect_isolation, slot_uid
 from rust_rewards.verify.verifier import Verifier
 
-ROOT = Path(__file__).resolve().parent.parent
 AFFINITY = len(os.sched_getaffinity(0))
 DROP_UID = detect_isolation().drop_uid
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import ROOT
 from transformers import AutoTokenizer
 
 from rust_rewards import report as rr
@@ -39,7 +40,6 @@ from rust_rewards.ui.charts import dropped_chart
 from rust_rewards.ui.entry_points import PROCESS
 from rust_rewards.ui.forms import param_controls
 
-ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 
 ADD = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"

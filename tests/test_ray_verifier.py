@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
@@ -25,7 +26,6 @@ pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster
 
 ray = pytest.importorskip("ray")
 
-ROOT = Path(__file__).resolve().parent.parent
 FORGERY = ROOT / "tests" / "adversarial" / "forgery"
 SLOW = """```rust
 pub fn slow(x: u64) -> u64 {{

@@ -11,8 +11,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOTEBOOKS = ("process_data.py", "train.py", "inference.py", "eval.py", "viz.py")
 ROOMS = ("rust", "verify", "rewards", "data", "eval", "runs", "train", "ui")

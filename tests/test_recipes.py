@@ -7,9 +7,9 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.dpo_pairs import build_pairs
@@ -39,7 +39,6 @@ from rust_rewards.train.trainers import task_dataset
 from rust_rewards.train.trl_configs import grpo_config
 from rust_rewards.verify.verifier import get_verifier
 
-ROOT = Path(__file__).resolve().parent.parent
 ADD = next(t for t in load_tasks(str(EASY_TASKS)) if t.task_id.startswith("ez-001"))
 CORRECT = f"```rust\n{ADD.reference_code.strip()}\n```"
 END = 2

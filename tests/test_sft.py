@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT
 from safetensors.torch import load_file
 
 from rust_rewards.data.sft_rows import sft_answer, sft_rows
@@ -20,7 +21,6 @@ from rust_rewards.train.resolve import resolve_params
 
 pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 ADD = Task("add", "Write `pub fn add(a: i32, b: i32) -> i32`.", "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}",
            "use super::*;\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}", "unit")

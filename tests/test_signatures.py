@@ -5,10 +5,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rust.signatures import ItemCheck, check_items, required_items
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = [json.loads(line) for line in (ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl").read_text().splitlines()]
 MULTIPLE = Path("/work/shared/benchmarks/multiple_humaneval_rs.jsonl")
 

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rust import lexer as rust_source
 from rust_rewards.rust.lexer import Token, _attribute_names, analyse, forbidden_calls, strip_test_code, tokenize
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).parent / "adversarial" / "static"
 FORGERY = Path(__file__).parent / "adversarial" / "forgery"
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from conftest import ROOT
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 from transformers.integrations import WandbCallback
 
@@ -46,7 +47,6 @@ from rust_rewards.verify.verifier import Verifier, configure_verifier, get_verif
 
 pytestmark = pytest.mark.slow  # every test here launches a whole run, a cluster or an install
 
-ROOT = Path(__file__).resolve().parent.parent
 REWARD_NAMES = list(RECIPES["published"].weights)  # what the tiny preset trains with
 FLAT_KEYS = list(Report(has_code=False).flat())
 TASKS = [

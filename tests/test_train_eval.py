@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import ROOT
 
 from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.importers import load_tasks
@@ -29,7 +30,6 @@ from rust_rewards.train.evaluation import (
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.resolve import validate_params
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 TRAJECTORY = ("reward", "reward_std", "loss", "grad_norm", "completions/mean_length", "learning_rate")
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from marimo._cli.parse_args import parse_args
 
 from rust_rewards.layout import STOP_FILE
@@ -39,7 +40,6 @@ from rust_rewards.train.resolve import select_rewards, validate_params
 from rust_rewards.ui.forms import NONE_LABEL, control, param_controls
 from rust_rewards.ui.train_view import field_problem, form_params, reward_weight_controls
 
-ROOT = Path(__file__).resolve().parent.parent
 REWARD_NAMES = [f.__name__ for f in REWARD_FUNCS]
 FORM_SKIP = ("preset", "rewards", "reward_weights")  # the notebook's own controls for these
 TASKS = [

@@ -5,9 +5,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rewards import functions as rewards
 from rust_rewards.rust.extract import extract_rust
@@ -17,7 +17,6 @@ from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, n
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
-ROOT = Path(__file__).resolve().parent.parent
 FENCE = "```"
 
 
@@ -53,11 +52,6 @@ HIDDEN_INTEGRATION = "use solution::*;\n\n#[test]\nfn integ() { assert_eq!(squar
 HIDDEN_MAIN = "fn main() {\n    let candidate = square;\n    assert_eq!(candidate(6), 36);\n}\n"
 
 
-@pytest.fixture(scope="module")
-def verifier():
-    v = Verifier()
-    yield v
-    v.close()
 
 
 @pytest.fixture(scope="module")

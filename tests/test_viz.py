@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from rust_rewards.eval.metrics import summarize
 from rust_rewards.report import Report
@@ -36,7 +37,6 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.ui import charts
 from rust_rewards.verify.verifier import get_verifier
 
-REPO = Path(__file__).resolve().parents[1]
 REWARD_NAMES = tuple(f.__name__ for f in REWARD_FUNCS)
 
 GOOD = """Here is the solution.
@@ -328,7 +328,7 @@ def test_params_from_args() -> None:
 
 
 def _script(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "viz.py", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "viz.py", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=180, check=False)
 
 
