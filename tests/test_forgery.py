@@ -13,7 +13,8 @@ import pytest
 from conftest import ROOT
 
 from rust_rewards.rewards import rewards_from_report
-from rust_rewards.rust.lexer import forbidden_calls, tokenize
+from rust_rewards.rust.lexer import tokenize
+from rust_rewards.rust.rules import forbidden_calls
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier

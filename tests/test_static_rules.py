@@ -17,7 +17,9 @@ import pytest
 from conftest import ROOT
 
 from rust_rewards.rust import lexer as rust_source
-from rust_rewards.rust.lexer import Token, _attribute_names, analyse, forbidden_calls, strip_test_code, tokenize
+from rust_rewards.rust.facts import analyse
+from rust_rewards.rust.lexer import Token, strip_test_code, tokenize
+from rust_rewards.rust.rules import _attribute_names, forbidden_calls
 
 CORPUS = Path(__file__).parent / "adversarial" / "static"
 FORGERY = Path(__file__).parent / "adversarial" / "forgery"

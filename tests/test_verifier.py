@@ -11,7 +11,7 @@ from conftest import ROOT
 
 from rust_rewards.rewards import functions as rewards
 from rust_rewards.rust.extract import extract_rust
-from rust_rewards.rust.lexer import analyse
+from rust_rewards.rust.facts import analyse
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, naive_verdict, report_verdict
 from rust_rewards.verify.config import VerifierConfig

@@ -38,7 +38,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from rust_rewards.report import Report, SourceFacts, TestCounts
-from rust_rewards.rust.lexer import analyse, tokenize
+from rust_rewards.rust.facts import analyse
+from rust_rewards.rust.lexer import tokenize
 from rust_rewards.rust.mutants import body_mutants, mutants
 from rust_rewards.rust.signatures import check_items, forged_comparisons
 from rust_rewards.rust.soundness import soundness_holes
@@ -108,7 +109,7 @@ def verify_code(
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
-    """``lexer.analyse(code)`` plus the soundness-hole shapes (``soundness.soundness_holes``) the task's reference
+    """``facts.analyse(code)`` plus the soundness-hole shapes (``soundness.soundness_holes``) the task's reference
     does not use itself; ``unsafe`` is no hack reason for a task whose reference uses it."""
     facts = analyse(code)
     reference = hidden.reference if hidden is not None else ""
