@@ -22,10 +22,10 @@ import rust_rewards.train.resolve as resolve_module
 from rust_rewards.cpus import cpu_has_native_bf16
 from rust_rewards.rewards import REWARD_FUNCS
 from rust_rewards.train.config import TrainParams, params_from_mapping
-from rust_rewards.train.dry_run import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
+from rust_rewards.train.dry_run import gpu_view, run_dry_run
+from rust_rewards.train.dry_run_settings import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
 from rust_rewards.train.gpu_plan import CARDS, RunShape
-from rust_rewards.train.models import quantization_config, trainer_model
-from rust_rewards.train.preflight import gpu_view, run_dry_run
+from rust_rewards.train.model_setup import quantization_config, trainer_model
 from rust_rewards.train.resolve import check_load_in_4bit, resolve_params
 from rust_rewards.train.trl_configs import grpo_config, vllm_kwargs
 
@@ -73,7 +73,7 @@ def test_plan_and_reductions_from_params(tmp_path):
 
 
 def test_without_native_bf16_the_dry_run_computes_in_fp32(tmp_path, monkeypatch):
-    import rust_rewards.train.dry_run as dr
+    import rust_rewards.train.dry_run_settings as dr
 
     p = real(tmp_path)
     monkeypatch.setattr(dr, "cpu_has_native_bf16", lambda: False)
@@ -254,7 +254,7 @@ def test_load_in_4bit_configs_plan_and_reduction(tmp_path):
 
 def test_load_in_4bit_dry_run_prints_the_4bit_plan_and_config(tmp_path, monkeypatch, capsys):
     """What ``--dry-run --load-in-4bit`` prints before its CPU leg (stopped here at ``prepare_dir``)."""
-    import rust_rewards.train.dry_run as dr
+    import rust_rewards.train.dry_run_settings as dr
 
     class Stop(Exception):
         pass

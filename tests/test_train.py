@@ -33,14 +33,14 @@ from rust_rewards.train.checkpoints import find_checkpoint
 from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.oxen_upload import upload_to_oxen
-from rust_rewards.train.recording import (
+from rust_rewards.train.resolve import resolve_params, select_rewards
+from rust_rewards.train.run_log import (
     InfrastructureError,
     RewardBatch,
     RewardRecorder,
     format_log_line,
 )
-from rust_rewards.train.resolve import resolve_params, select_rewards
-from rust_rewards.train.trainers import build_trainer, eval_callbacks, sft_data, task_reports
+from rust_rewards.train.trainers import build_grpo_trainer, eval_callbacks, sft_data, task_reports
 from rust_rewards.train.trl_configs import grpo_config
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier, configure_verifier, get_verifier
@@ -180,7 +180,7 @@ def test_one_verifier_per_run_reaches_sft_rows_held_out_eval_and_step_logs(workd
         assert rows and mine.stats["requested"] >= len(rows)
         (held_out,) = eval_callbacks(p, mine)
         assert held_out.verifier is mine
-        grpo = build_trainer(resolve_params(tiny_params(workdir / "one-verifier-grpo", tasks_file, tiny_dir)),
+        grpo = build_grpo_trainer(resolve_params(tiny_params(workdir / "one-verifier-grpo", tasks_file, tiny_dir)),
                              TASKS, verifier=mine)
         log = next(c for c in grpo.callback_handler.callbacks if isinstance(c, RunLogCallback))
         assert log.verifier is mine and log.forget == mine.forget_failures
@@ -341,7 +341,7 @@ def test_wandb_sees_reward_share(tasks_file, tiny_dir, tmp_path, monkeypatch):
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     p = resolve_params(tiny_params(tmp_path / "out", tasks_file, tiny_dir, wandb=True))
-    trainer = build_trainer(p, TASKS)
+    trainer = build_grpo_trainer(p, TASKS)
     kinds = [type(cb) for cb in trainer.callback_handler.callbacks]
     assert kinds.index(RunLogCallback) < kinds.index(WandbCallback)
     assert PrinterCallback not in kinds

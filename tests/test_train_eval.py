@@ -195,7 +195,7 @@ def test_eval_does_not_change_the_training_trajectory(runs):
 
 
 def test_viz_draws_the_held_out_curve_only_when_logged(tmp_path):
-    from rust_rewards.train.recording import append_metrics
+    from rust_rewards.train.run_log import append_metrics
     from rust_rewards.ui.charts import held_out_chart
 
     for step in (1, 2, 3, 4):

@@ -242,7 +242,7 @@ class VerifiedReward:
     """One reward (``name`` in ``SCORES``) in TRL's shape, computed from ``verifier``'s reports (``None``: the
     process-wide one). It pickles without its verifier: a copy in another process uses that process's verifier.
 
-    ``end_ids`` (the trainer's end-of-sequence and padding token ids, set by ``build_trainer``): a completion whose
+    ``end_ids`` (the trainer's end-of-sequence and padding token ids, set by ``build_grpo_trainer``): a completion whose
     ``completion_ids`` (passed by TRL) do not end with one was cut at the length limit and earns 0.0.
 
     Example:

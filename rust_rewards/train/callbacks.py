@@ -1,4 +1,4 @@
-"""The transformers ``TrainerCallback``s of a run: they write what ``rust_rewards.train.recording`` computes, report
+"""The transformers ``TrainerCallback``s of a run: they write what ``rust_rewards.train.run_log`` computes, report
 progress, and stop training cleanly on request.
 
 Kept apart from ``train_logging`` so that a notebook can show its form before transformers is imported.
@@ -20,7 +20,7 @@ from transformers import TrainerCallback
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.layout import RunFolder
 from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
-from rust_rewards.train.recording import (
+from rust_rewards.train.run_log import (
     InfraGuard,
     ReportsFor,
     RewardRecorder,

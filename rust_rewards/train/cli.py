@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from rust_rewards.train.config import params_from_mapping
-from rust_rewards.train.dry_run import SettingRejected
+from rust_rewards.train.dry_run import run_dry_run
+from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
 from rust_rewards.train.pass_rates import NoSignalError
-from rust_rewards.train.preflight import run_dry_run
-from rust_rewards.train.recording import InfrastructureError
 from rust_rewards.train.resolve import check_load_in_4bit, check_model_source, validate_params
+from rust_rewards.train.run_log import InfrastructureError
 
 
 def run_command_line(values: Mapping[str, Any]) -> None:

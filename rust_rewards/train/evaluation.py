@@ -33,7 +33,7 @@ from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
 from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
 from rust_rewards.tasks import Task
-from rust_rewards.train.recording import append_metrics
+from rust_rewards.train.run_log import append_metrics
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
 EVAL_KEYS = ("eval/build_rate", "eval/clippy_rate", "eval/test_rate", "eval/hidden_pass_at_1",

@@ -24,8 +24,8 @@ from rust_rewards.train.checkpoints import (
 )
 from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TrainParams
 from rust_rewards.train.oxen_upload import upload_to_oxen
-from rust_rewards.train.recording import InfraGuard, InfrastructureError, format_log_line, record_start
 from rust_rewards.train.resolve import check_model_source, resolve_params, select_rewards
+from rust_rewards.train.run_log import InfraGuard, InfrastructureError, format_log_line, record_start
 from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
 from rust_rewards.train.trainers import Progress, build_stage_trainer, load_train_tasks, sft_data
 from rust_rewards.verify.verifier import Verifier, verifier_for

@@ -14,9 +14,9 @@ from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
-from rust_rewards.train.models import lora_config, trainer_model
-from rust_rewards.train.recording import InfraGuard, RewardRecorder
+from rust_rewards.train.model_setup import lora_config, trainer_model
 from rust_rewards.train.resolve import select_rewards
+from rust_rewards.train.run_log import InfraGuard, RewardRecorder
 from rust_rewards.train.trl_configs import dpo_config, grpo_config, sft_config
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
@@ -147,7 +147,7 @@ def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]], progress:
     return with_our_callbacks_first(trainer)
 
 
-def build_trainer(
+def build_grpo_trainer(
     p: TrainParams,
     tasks: Sequence[Task],
     progress: Progress | None = None,
@@ -200,4 +200,4 @@ def build_stage_trainer(p: TrainParams, tasks: Sequence[Task], sft: SFTSet | Non
         return build_sft_trainer(p, sft.rows, progress, verifier)
     if pairs is not None:
         return build_dpo_trainer(p, pairs, progress, verifier)
-    return build_trainer(p, tasks, progress, guard, verifier)
+    return build_grpo_trainer(p, tasks, progress, guard, verifier)

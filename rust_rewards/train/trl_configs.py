@@ -18,7 +18,7 @@ def trainer_args(p: TrainParams) -> dict[str, Any]:
         num_train_epochs=p.num_train_epochs,
         learning_rate=p.lr,
         lr_scheduler_type=p.lr_scheduler_type,
-        warmup_steps=p.warmup_ratio,
+        warmup_steps=p.warmup_ratio,  # transformers 5 reads a value below 1 as a ratio (warmup_ratio is deprecated)
         weight_decay=p.weight_decay,
         adam_beta2=p.adam_beta2,
         max_grad_norm=p.max_grad_norm,
