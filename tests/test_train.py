@@ -124,7 +124,8 @@ def test_presets_and_cli_values():
 
 
 def test_relative_paths(tmp_path, monkeypatch):
-    """Preset defaults live under the repository root; paths the user types are relative to the cwd."""
+    """Preset defaults live under the repository root; paths the user types are relative to the cwd, else found
+    under the workspace."""
     monkeypatch.chdir(tmp_path)
     defaults = resolve_params(params_from_mapping({}))
     assert defaults.model == str(ROOT / "outputs" / "tiny-model")
@@ -136,6 +137,10 @@ def test_relative_paths(tmp_path, monkeypatch):
     typed = resolve_params(params_from_mapping({"output-dir": "runs/a", "data": "mine.jsonl", "model": "m"}))
     assert (typed.output_dir, typed.data, typed.model) == (
         str(tmp_path / "runs" / "a"), str(tmp_path / "mine.jsonl"), str(tmp_path / "m"))
+    # the one rule (workspace.find_path): a typed path that exists only under the workspace is that one, as the
+    # form offers it
+    easy = resolve_params(params_from_mapping({"data": "qwen3-rust-finetune/easy_tasks.jsonl"}))
+    assert easy.data == str(ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl")
     real = resolve_params(params_from_mapping({"preset": "real"}))
     assert real.model == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     assert real.data == str(ROOT / "qwen3-rust-finetune" / "processed" / "train.parquet")

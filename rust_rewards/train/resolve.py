@@ -6,6 +6,7 @@ the flag, before anything runs), ``select_rewards`` (the reward functions and we
 from __future__ import annotations
 
 import dataclasses
+import os
 import importlib.util
 import typing
 from collections.abc import Callable
@@ -18,15 +19,18 @@ from rust_rewards.params import coerce_value, flag_name, info_of
 from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
 from rust_rewards.train.config import RESUME_CHOICES, TOOL_MODEL_SUFFIX, TrainParams, preset_params
 from rust_rewards.verify.verifier import Verifier
-from rust_rewards.workspace import workspace
+from rust_rewards.workspace import find_path, workspace
 
 
 def local_path(value: str, default: str) -> str:
-    """An absolute path: the preset's default is relative to the repository root, anything else to the
-    current directory."""
+    """An absolute path by the one rule (``workspace.find_path``): where it exists, here or under the workspace;
+    else the preset's ``default`` under the workspace, anything else relative to the current directory."""
     path = Path(value).expanduser()
     if path.is_absolute():
         return str(path)
+    found = find_path(value)
+    if found is not None:
+        return os.path.abspath(found)  # not resolve(): a task file may be a link into the package
     return str(workspace() / path) if value == default else str(path.resolve())
 
 

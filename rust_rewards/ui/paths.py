@@ -1,8 +1,8 @@
 """Input paths a notebook receives from its command line or its form.
 
 The command line gives paths relative to the current directory; a form offers existing files relative to the
-repository root (the ``files`` patterns of ``rust_rewards.params.ParamInfo``). ``repo_path`` keeps a path that
-exists where it was given and otherwise takes the one under the root, so both work from any directory.
+workspace (the ``files`` patterns of ``rust_rewards.params.ParamInfo``). ``repo_path`` applies the one rule of
+``rust_rewards.workspace.find_path``, so both work from any directory.
 """
 
 from __future__ import annotations
@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from rust_rewards.params import info_of
+from rust_rewards.workspace import find_path
 
 P = TypeVar("P")
 
 
 def repo_path(value: str, root: Path) -> str:
-    """``value`` when it is empty or exists (relative to the current directory), else ``root / value`` when that
-    exists, else ``value`` unchanged (a hub name, or a file the run will report missing)."""
-    if not value or Path(value).expanduser().exists():
-        return value
-    under = root / value
-    return str(under) if under.exists() else value
+    """``find_path(value, root)``, else ``value`` unchanged (empty, a hub name, or a file the run will report
+    missing)."""
+    return find_path(value, root) or value
 
 
 def resolve_files(params: P, root: Path, skip: Sequence[str] = ()) -> P:
