@@ -6,8 +6,8 @@ the flag, before anything runs), ``select_rewards`` (the reward functions and we
 from __future__ import annotations
 
 import dataclasses
-import os
 import importlib.util
+import os
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -88,8 +88,9 @@ def check_model_source(model: str) -> None:
     retries first), or neither."""
     if is_gguf(model):
         return
-    path = Path(model).expanduser()
-    if model.startswith((".", "/", "~")) or path.exists():
+    found = find_path(model)
+    path = Path(found or model).expanduser()
+    if model.startswith((".", "/", "~")) or found is not None:
         if not (path / "config.json").is_file():
             raise ValueError(f"--model {model}: no model folder there (expected a folder with config.json, or a "
                              "Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)")
@@ -192,9 +193,9 @@ def resolve_params(params: TrainParams) -> TrainParams:
         model = default_model
     if is_gguf(model):
         model = resolve_model(model)  # a .gguf file trains from its converted folder (converted once)
-    elif p.build_tiny_model or Path(model).exists() or model == default_model and (workspace() / model).exists():
+    elif p.build_tiny_model or find_path(model) is not None:
         model = local_path(model, default_model)
-    if Path(data).exists() or data == preset.data:
+    if find_path(data) is not None or data == preset.data:
         data = local_path(data, preset.data)
     output_dir = str(run_dir(p))
     resolved = dataclasses.replace(
