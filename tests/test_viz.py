@@ -372,6 +372,9 @@ def test_a_supervised_run_shows_its_loss_and_no_rewards(tmp_path: Path) -> None:
 def test_pass_rates_agree_with_the_rewards_for_answers_to_another_task() -> None:
     completions = pd.DataFrame({"step": [1, 1], "build_ok": [True, True], "clippy_ok": [True, False],
                                 "tests_ok": [None, None], "hidden_ok": [False, True],
-                                "off_task": [["add"], []]})
+                                "off_task": [["add"], []], "forbidden": [[], ["unsafe code"]],
+                                "mismatched": [[], []]})
     rates = pass_rates(completions).set_index("check")["rate"].to_dict()
-    assert rates == {"answers the task": 0.5, "build": 0.5, "clippy": 0.0, "hidden tests": 0.5}
+    assert rates == {"answers the task": 0.5, "no hack flag": 0.5, "build": 0.5, "clippy": 0.0, "hidden tests": 0.5}
+    encoding = charts.pass_rate_chart(completions).to_dict()["encoding"]
+    assert encoding["strokeDash"]["field"] == encoding["color"]["field"] == "check"  # equal lines stay apart

@@ -342,7 +342,9 @@ def reward_series(metrics: pd.DataFrame, smoothing: float = 0.0) -> pd.DataFrame
 def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
     """Per step and check (build, clippy, tests, hidden tests): the fraction of completions that pass, as the rewards
     count them: an answer to another task (``off_task``: it lacks the task's required items) passes nothing, so the
-    dashboard agrees with the logged rewards; ``answers the task`` is the share of answers on task.
+    dashboard agrees with the logged rewards; ``answers the task`` is the share of answers on task and ``no hack
+    flag`` the share without a hack reason (``forbidden``, ``mismatched``), the two reasons an answer that builds
+    can still earn nothing.
 
     ``hidden tests`` is over completions whose task has hidden tests and is left out where none has; ``tests`` is
     left out where no answer was asked for a test module.
@@ -355,6 +357,11 @@ def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
             passed = int(on_task.sum())
             rows.append({"step": int(step), "check": "answers the task", "rate": passed / len(group),
                          "passed": passed, "n": len(group)})
+        flags = [c for c in ("forbidden", "mismatched") if c in group.columns]
+        if flags:  # a hack flag (banned construct, signature not the task's) zeroes the test rewards
+            clean = int(sum(all(not _items(row[c]) for c in flags) for _, row in group.iterrows()))
+            rows.append({"step": int(step), "check": "no hack flag", "rate": clean / len(group),
+                         "passed": clean, "n": len(group)})
         for check, column in CHECK_COLUMNS.items():
             if column not in group.columns:
                 continue

@@ -175,6 +175,9 @@ def pass_rate_chart(completions: pd.DataFrame) -> alt.Chart | None:
             x=alt.X("step:Q", title="step", axis=STEP_AXIS),
             y=alt.Y("rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
             color=alt.Color("check:N", title=None, legend=alt.Legend(orient="bottom")),
+            # lines with equal rates (build and clippy, often) lie on each other: dashes and point shapes tell them
+            strokeDash=alt.StrokeDash("check:N", title=None, legend=None),
+            shape=alt.Shape("check:N", title=None, legend=None),
             tooltip=["check:N", "step:Q", alt.Tooltip("rate:Q", format=".1%"), "passed:Q", "n:Q"],
         )
         .properties(title="Pass rates of sampled completions", width="container", height=220)
