@@ -90,7 +90,7 @@ def reports_for(completions: list[Any], verifier: Verifier | None = None, **kwar
     return (verifier or get_verifier()).verify_many(completions, _hidden(kwargs, len(completions)))
 
 
-def build_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def build_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """1.0 when the extracted code compiles as a library crate, else 0.0.
 
     Example:
@@ -100,7 +100,7 @@ def build_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["build_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """1.0 when the code compiles and clippy reports no lint at all (warnings included), else 0.0.
 
     Example:
@@ -111,7 +111,7 @@ def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["clippy_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def test_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """2.0 when the model's own tests all pass (at least one; each judged by its seal), all of them also pass on
     the task's reference, at least one fails on a wrong variant of the solution, and the solution passes the
     task's hidden tests (when it has some); else 0.0.
@@ -125,7 +125,7 @@ def test_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["test_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """1.0 when there is a Rust block with at least 3 non-comment lines and a test function, else 0.0.
 
     Example:
@@ -135,7 +135,7 @@ def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["non_empty_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """0.5 when the code has at least one ``#[test]`` function, else 0.0.
 
     Example:
@@ -145,7 +145,7 @@ def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["test_block_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """1.0 when the answer holds a ```rust block of code that defines the task's required items, else 0.0 (the
     correctness recipe's format term: no test module asked).
 
@@ -156,7 +156,7 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [SCORES["format_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """0.25 per own test that passes, passes on the reference too, and fails on a wrong variant of the solution
     (a mutant: an assertion a wrong solution could not pass), capped at 1.0; 0.0 when a hidden test fails.
 
@@ -183,39 +183,36 @@ def hidden_test_reward(completions: list[Any], **kwargs: Any) -> list[float | No
     return [SCORES["hidden_test_reward"](r) for r in reports_for(completions, **kwargs)]
 
 
-SCORES: dict[str, Callable[[Report], float | None]] = {
-    name: _guarded(score) for name, score in {
-        "build_reward": build_score,
-        "clippy_reward": clippy_score,
-        "test_reward": test_score,
-        "non_empty_reward": non_empty_score,
-        "test_block_reward": test_block_score,
-        "format_reward": format_score,
-        "assertion_reward": assertion_score,
-        "hidden_test_reward": hidden_test_score,
-    }.items()
-}
+_TABLE: tuple[tuple[str, Callable[[Report], float | None], float], ...] = (
+    ("build_reward", build_score, 1.0),
+    ("clippy_reward", clippy_score, 1.0),
+    ("test_reward", test_score, 2.0),
+    ("non_empty_reward", non_empty_score, 1.0),
+    ("test_block_reward", test_block_score, 0.5),
+    ("format_reward", format_score, 1.0),
+    ("assertion_reward", assertion_score, 1.0),
+    ("hidden_test_reward", hidden_test_score, 2.0),
+)
+"""Every reward, once: its name, its projection of a report and the most it pays (unweighted)."""
+
+SCORES: dict[str, Callable[[Report], float | None]] = {name: _guarded(score) for name, score, _ in _TABLE}
 """Reward name -> pure projection of a report (unweighted)."""
 
-REWARD_FUNCS = [
-    build_reward, clippy_reward, test_reward, non_empty_reward, test_block_reward, format_reward, assertion_reward,
-    hidden_test_reward,
-]
+MAX_VALUES: dict[str, float] = {name: top for name, _, top in _TABLE}
+"""The most each reward pays, unweighted."""
+
+REWARD_FUNCS: list[Callable[..., list[float | None]]] = [globals()[name] for name in SCORES]
+"""The module's reward functions (``build_reward``...), in ``SCORES``' order, on the process-wide verifier."""
 
 DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in SCORES if name != "format_reward"}
 """The published recipe's weights per reward name (the scale lives in the values, as in the published runs);
 ``format_reward`` belongs to the correctness recipe (``rust_rewards.rewards.recipes``)."""
 
-MAX_VALUES: dict[str, float] = {"build_reward": 1.0, "clippy_reward": 1.0, "test_reward": 2.0, "non_empty_reward": 1.0,
-                                "test_block_reward": 0.5, "format_reward": 1.0, "assertion_reward": 1.0,
-                                "hidden_test_reward": 2.0}
-"""The most each reward pays, unweighted."""
-
 OWN_TEST_REWARDS = ("test_reward", "non_empty_reward", "test_block_reward", "assertion_reward")
 """Rewards that pay for the model's own test module: only the ``solution+tests`` answer format asks for one."""
 
-MAX_TOTAL = 8.5
-"""The highest weighted total of the published recipe (6.5 without hidden tests)."""
+MAX_TOTAL = sum(MAX_VALUES[name] * weight for name, weight in DEFAULT_WEIGHTS.items())
+"""The highest weighted total of the published recipe: 8.5 (6.5 without hidden tests)."""
 
 
 def truncated(completion_ids: Sequence[Sequence[int]] | None, end_ids: Sequence[int], n: int) -> list[bool]:
