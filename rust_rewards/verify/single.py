@@ -68,6 +68,9 @@ OWN_MUTANTS = 4
 mutant of it): its first ``body_mutants``, its first two token mutants, then the others. A test counts as
 discriminating when it fails on any of them, so an equivalent mutant (``>`` to ``>=`` in a max) does not zero
 honest tests."""
+SEARCH_TEST_SECONDS = 2.0
+"""Test time limit while searching for a wrong variant: a mutant that loops is rejected anyway, after 2 s, not
+the full test limit (10 s)."""
 MUTANTS_TRIED = 6
 """Mutants of a reference tried, in order, for a wrong variant (each costs one verification, once per task)."""
 
@@ -178,8 +181,10 @@ def wrong_variant(hidden: HiddenTests, config: VerifierConfig, slot: int = 0) ->
             return _WRONG[key]
     found = None
     plain = replace(hidden, reference="", prompt="")
+    quick = replace(config, run_limits=replace(config.run_limits, wall_seconds=min(config.run_limits.wall_seconds,
+                                                                                   SEARCH_TEST_SECONDS)))
     for candidate in mutants(hidden.reference, limit=MUTANTS_TRIED):
-        r = verify_code(candidate, plain, config, slot)
+        r = verify_code(candidate, plain, quick, slot)
         if (r.build_ok and r.hidden_tests is not None and r.hidden_tests.passed < r.hidden_tests.expected
                 and not r.timed_out and "panicked at src/lib.rs" not in r.test_output):
             found = candidate
