@@ -92,6 +92,8 @@ def _dashboard(run: Path, eval_dir: Path | None, port: int) -> list[str]:
 def _assert_clean(page: Any) -> None:
     assert page_errors(page) == []
     assert page.console_errors == []
+    # no stray output box: a setup cell ending in a value shows its repr (a PosixPath) above the page
+    assert "PosixPath(" not in page.inner_text("body")
 
 
 def _set_run_dir(page: Any, path: Path) -> None:
