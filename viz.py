@@ -10,22 +10,17 @@ with app.setup:
     import marimo as mo
 
     from rust_rewards.eval.metrics import comparison_table
-    from rust_rewards.layout import PARAMS_HISTORY_FILE
-    from rust_rewards.runs.overview import VizParams, overview_lines, run_overview
+    from rust_rewards.runs.overview import VizParams, overview_lines
     from rust_rewards.runs.records import (
         ANY_CODE,
         NO_CODE,
         RunLogError,
-        RunLogs,
         completion_table,
         dir_signature,
         filter_completions,
         inspect_eval,
-        inspect_run,
         load_eval,
-        load_run,
         reward_range,
-        start_table,
         top_error_codes,
     )
     from rust_rewards.rust.extract import extract_rust
@@ -36,7 +31,6 @@ with app.setup:
         eval_chart,
         eval_error_chart,
         eval_rounds_chart,
-        health_callout,
         health_chart,
         held_out_chart,
         length_chart,
@@ -49,6 +43,7 @@ with app.setup:
         time_chart,
         token_accuracy_chart,
     )
+    from rust_rewards.ui.run_status import run_status
 
     alt.data_transformers.disable_max_rows()
     REFRESH_OPTIONS = ["5s", "10s", "30s", "1m", "5m"]
@@ -125,41 +120,7 @@ def _(eval_path, refresh, reload, run_path, seen_signatures, set_version):
 @app.cell(hide_code=True)
 def _(get_version, run_path):
     get_version()
-    run_state = inspect_run(run_path)
-    run: RunLogs | None = None
-    _error = None
-    if run_state.ok:
-        try:
-            run = load_run(run_path)
-        except RunLogError as err:
-            _error = str(err)
-    if _error is not None:
-        run = None
-        _status = mo.callout(mo.md(f"**Cannot read this run.** {_error}"), kind="danger")
-    elif run_state.kind == "ok":
-        _summary = run_overview(run)
-        _keys = ("reward", "build pass", "clippy pass", "tests pass", "hidden tests pass")
-        _stats = mo.hstack(
-            [mo.stat(value=str(_summary["last_step"]), label="last step", caption=str(run.path))]
-            + [mo.stat(value=f"{_summary[k]:.3g}", label=k) for k in _keys if k in _summary],
-            justify="start", gap=2,
-        )
-        _starts = start_table(run.history)
-        _status = mo.vstack([item for item in (
-            _stats,
-            health_callout(run.metrics),
-            mo.accordion({f"Starts of this run ({len(_starts)}, {PARAMS_HISTORY_FILE})":
-                          mo.ui.table(_starts, selection=None)}) if len(_starts) else None,
-        ) if item is not None])
-    elif run_state.kind == "empty":
-        _status = mo.callout(
-            mo.md(f"**No logs yet.** {run_state.message} The page looks again at every auto-refresh."),
-            kind="info",
-        )
-    elif run_state.kind == "invalid":
-        _status = mo.callout(mo.md(f"**Not a training run.** {run_state.message}"), kind="warn")
-    else:
-        _status = mo.callout(mo.md(f"**No run to show.** {run_state.message}"), kind="warn")
+    run, _status = run_status(run_path)
     _status
     return (run,)
 
