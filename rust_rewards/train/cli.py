@@ -30,5 +30,8 @@ def run_command_line(values: Mapping[str, Any]) -> None:
         raise SystemExit(2) from None
     try:
         (run_dry_run if params.dry_run else run_training)(params)
-    except (InfrastructureError, SettingRejected, NoSignalError) as err:
+    except SettingRejected as err:  # the user's settings: exit 2, as every refusal of a flag
+        print(f"train.py: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    except (InfrastructureError, NoSignalError) as err:  # the run started and stopped: exit 1
         raise SystemExit(f"train.py: {err}") from None
