@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -171,6 +172,8 @@ def test_hidden_tests_kill_one_of_the_first_six_mutants_of_nine_in_ten_tasks():
     """Verify mutant k of every task not yet killed, k = 0..5: a kill builds and fails a hidden test."""
     from rust_rewards.tasks import Task
     from rust_rewards.verify.config import VerifierConfig
+    from rust_rewards.verify.sandbox import RUN_LIMITS
+    from rust_rewards.verify.single import SEARCH_TEST_SECONDS
     from rust_rewards.verify.verifier import Verifier
 
     tasks = [Task.from_row(row) for row in load_rows()]
@@ -178,7 +181,9 @@ def test_hidden_tests_kill_one_of_the_first_six_mutants_of_nine_in_ten_tasks():
     killed: dict[str, int] = {}
     not_built = survived = verified = 0
     started = time.monotonic()
-    verifier = Verifier(VerifierConfig(mode="batch"), workers=2)  # the same verdicts, sooner
+    # batch mode gives the same verdicts sooner; tests limited as the wrong-variant search limits them
+    quick = dataclasses.replace(RUN_LIMITS, wall_seconds=SEARCH_TEST_SECONDS, cpu_seconds=int(SEARCH_TEST_SECONDS))
+    verifier = Verifier(VerifierConfig(mode="batch", run_limits=quick), workers=2)
     try:
         for k in range(6):
             batch = [t for t in tasks if t.task_id not in killed and len(candidates[t.task_id]) > k]

@@ -25,7 +25,6 @@ REAL_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
 DEFAULT_PRESET = "tiny"
 """What ``python train.py`` runs without ``--preset`` (and what its ``--help`` shows): a CPU smoke run."""
 PRESETS: dict[str, dict[str, Any]] = {
-    "real": {},
     "tiny": {
         "model": "outputs/tiny-model", "build_tiny_model": True, "data": "qwen3-rust-finetune/bundled_tasks.jsonl",
         "output_dir": "outputs/train-tiny", "rewards": ["published"], "answer_format": "solution+tests",
@@ -40,6 +39,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "gradient_checkpointing": False,
         "use_vllm": False, "pass_rate_k": 8, "save_steps": 10, "save_total_limit": 2,
     },
+    "real": {},
 }
 """Each preset as the values it changes from ``TrainParams``' field defaults (which are ``real``'s, the full run).
 
