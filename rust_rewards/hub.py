@@ -6,7 +6,14 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from pathlib import Path
 from urllib.parse import urlparse
+
+
+def looks_local(name: str) -> bool:
+    """Whether a ``--model``/``--tokenizer`` value names something on disk rather than a hub id: a path (``.``, ``/``,
+    ``~``) or anything existing here."""
+    return name.startswith((".", "/", "~")) or Path(name).expanduser().exists()
 
 
 @functools.cache

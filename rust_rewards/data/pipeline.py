@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.hub import hub_reachable
+from rust_rewards.hub import hub_reachable, looks_local
 from rust_rewards.layout import TASK_FILES
 from rust_rewards.params import fill_params, param
 from rust_rewards.prompts import chat_messages
@@ -281,11 +281,6 @@ def verify_tasks(tasks: list[Task], *, enabled: bool = True, workers: int = 0, b
     return StageResult("verify", params, kept, dropped, stats, time.perf_counter() - start)
 
 
-def is_local_tokenizer(name: str) -> bool:
-    """Whether ``--tokenizer`` names a local folder: a path (., /, ~) or anything existing on disk."""
-    return name.startswith((".", "/", "~")) or Path(name).expanduser().exists()
-
-
 def load_tokenizer(name: str) -> tuple[Any | None, str]:
     """(tokenizer, note): ``none`` skips the check, and so does a hub tokenizer that cannot be fetched
     (with a note saying why); a local path that does not exist is an error."""
@@ -293,7 +288,7 @@ def load_tokenizer(name: str) -> tuple[Any | None, str]:
         return None, "skipped: --tokenizer none"
     from transformers import AutoTokenizer
 
-    if is_local_tokenizer(name):
+    if looks_local(name):
         local = Path(name).expanduser()
         if not local.is_dir():
             raise FileNotFoundError(f"--tokenizer {name!r}: no such tokenizer directory")

@@ -359,7 +359,7 @@ def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
                          "passed": passed, "n": len(group)})
         flags = [c for c in ("forbidden", "mismatched") if c in group.columns]
         if flags:  # a hack flag (banned construct, signature not the task's) zeroes the test rewards
-            clean = int(sum(all(not _items(row[c]) for c in flags) for _, row in group.iterrows()))
+            clean = int(pd.concat([group[c].map(lambda v: not _items(v)) for c in flags], axis=1).all(axis=1).sum())
             rows.append({"step": int(step), "check": "no hack flag", "rate": clean / len(group),
                          "passed": clean, "n": len(group)})
         for check, column in CHECK_COLUMNS.items():

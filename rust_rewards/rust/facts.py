@@ -18,6 +18,7 @@ from rust_rewards.rust.lexer import (
     tokenize,
 )
 from rust_rewards.rust.rules import cfg_test_reasons, copied_solution, forbidden_calls, observing_tests
+from rust_rewards.rust.soundness import soundness_holes
 
 
 def _split_top_level_commas(tokens: list[Token]) -> list[list[Token]]:
@@ -146,7 +147,8 @@ def analyse(code: str) -> SourceFacts:
         trivial_assertions=trivial,
         tests_calling_solution=calling,
         forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions)
-                               + observing_tests(tokens, regions) + copied_solution(tokens, regions))),
+                               + observing_tests(tokens, regions) + copied_solution(tokens, regions)
+                               + soundness_holes(tokens))),
     )
 
 

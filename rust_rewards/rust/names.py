@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rust_rewards.rust.lexer import Token, test_regions, tokenize
+from rust_rewards.rust.lexer import _OPEN, Token, _bracket_pairs, test_regions, tokenize
 
 _ITEM_KEYWORDS = frozenset({"fn", "struct", "enum", "union", "trait", "type", "const", "static", "mod"})
 _BLOCK_ITEMS = frozenset({"fn", "struct", "enum", "union", "trait", "mod", "impl", "extern", "macro_rules"})
 _STD_ROOTS = frozenset({"std", "core", "alloc"})
-_OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
 @dataclass(frozen=True)
@@ -58,40 +57,29 @@ class TopLevel:
         return tuple(leaf for leaf, _ in self.uses if leaf.path and leaf.path[0] in _STD_ROOTS)
 
 
-def _close(tokens: list[Token], i: int) -> int:
-    """Index of the bracket closing the one opened at ``i`` (the last token when unbalanced)."""
-    depth = 0
-    for j in range(i, len(tokens)):
-        text = tokens[j].text
-        if tokens[j].kind == "punct" and text in _OPEN:
-            depth += 1
-        elif tokens[j].kind == "punct" and text in (")", "]", "}"):
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(tokens) - 1
-
-
-def _item_end(tokens: list[Token], i: int, kind: str) -> int:
-    """Index of the last token of the item whose keyword is at ``i``: its ``;``, or the ``}`` of its body."""
+def _item_end(tokens: list[Token], pairs: list[int], i: int, kind: str) -> int:
+    """Index of the last token of the item whose keyword is at ``i``: its ``;``, or the ``}`` of its body
+    (``pairs``: the tokens' ``_bracket_pairs``)."""
     j = i + 1
     while j < len(tokens):
         tok = tokens[j]
         if tok.kind == "punct" and tok.text == ";":
             return j
         if tok.kind == "punct" and tok.text in _OPEN:
-            close = _close(tokens, j)
             if tok.text == "{" and kind in _BLOCK_ITEMS:
-                return close
-            j = close
+                return pairs[j]
+            j = pairs[j]
         j += 1
     return len(tokens) - 1
 
 
-def use_leaves(tokens: list[Token], lo: int, hi: int, prefix: tuple[str, ...] = ()) -> list[UseLeaf]:
-    """The leaves of the use tree ``tokens[lo:hi]`` (``std::{fmt::{self, Display}, io::*}``).
+def use_leaves(tokens: list[Token], pairs: list[int], lo: int, hi: int,
+               prefix: tuple[str, ...] = ()) -> list[UseLeaf]:
+    """The leaves of the use tree ``tokens[lo:hi]`` (``std::{fmt::{self, Display}, io::*}``; ``pairs``: the tokens'
+    ``_bracket_pairs``).
 
-    >>> [leaf.render() for leaf in use_leaves(tokenize("std::{fmt::{self, Display}, io::*}"), 0, 14)]
+    >>> toks = tokenize("std::{fmt::{self, Display}, io::*}")
+    >>> [leaf.render() for leaf in use_leaves(toks, _bracket_pairs(toks), 0, 14)]
     ['use ::std::fmt;', 'use ::std::fmt::Display;', 'use ::std::io::*;']
     """
     path = list(prefix)
@@ -101,7 +89,7 @@ def use_leaves(tokens: list[Token], lo: int, hi: int, prefix: tuple[str, ...] = 
     while i < hi:
         tok = tokens[i]
         if tok.text == "{":
-            close = min(_close(tokens, i), hi)
+            close = min(pairs[i], hi)
             out, start, depth = [], i + 1, 0
             for j in range(i + 1, close + 1):
                 text = tokens[j].text if j < close else ","
@@ -109,7 +97,7 @@ def use_leaves(tokens: list[Token], lo: int, hi: int, prefix: tuple[str, ...] = 
                 depth -= text in (")", "]", "}")
                 if text == "," and depth == 0:
                     if start < j:
-                        out += use_leaves(tokens, start, j, tuple(path))
+                        out += use_leaves(tokens, pairs, start, j, tuple(path))
                     start = j + 1
             return out
         if tok.text == "*":
@@ -137,6 +125,7 @@ def top_level(code: str) -> TopLevel:
     ([('N', False), ('S', False), ('f', True)], ['use ::std::collections::BTreeMap as Map;'])
     """
     tokens = tokenize(code)
+    pairs = _bracket_pairs(tokens)
     regions = test_regions(tokens)
     skip = {it.start: it.end for it in (*regions.test_fns, *regions.cfg_test_mods)}
     items: dict[str, bool] = {}
@@ -150,19 +139,19 @@ def top_level(code: str) -> TopLevel:
         nxt = tokens[i + 1] if i + 1 < n else None
         if tok.text == "#" and nxt is not None and nxt.text in ("[", "!"):
             open_at = i + 1 if nxt.text == "[" else i + 2
-            i = _close(tokens, open_at) + 1 if open_at < n and tokens[open_at].text == "[" else i + 1
+            i = pairs[open_at] + 1 if open_at < n and tokens[open_at].text == "[" else i + 1
             continue
         if tok.kind == "ident" and tok.text == "pub":
             pub = True
-            i = _close(tokens, i + 1) + 1 if nxt is not None and nxt.text == "(" else i + 1
+            i = pairs[i + 1] + 1 if nxt is not None and nxt.text == "(" else i + 1
             continue
         if tok.kind != "ident":
             i, pub = i + 1, False
             continue
         kind = tok.text
-        end = _item_end(tokens, i, kind)
+        end = _item_end(tokens, pairs, i, kind)
         if kind == "use":
-            uses += [(leaf, pub) for leaf in use_leaves(tokens, i + 1, end)]
+            uses += [(leaf, pub) for leaf in use_leaves(tokens, pairs, i + 1, end)]
         elif kind == "macro_rules" and i + 2 < n:
             items[tokens[i + 2].text] = items.get(tokens[i + 2].text, False) or pub
         elif kind in _ITEM_KEYWORDS:
@@ -189,13 +178,14 @@ def type_references(code: str) -> dict[str, frozenset[str]]:
     (['B', 'C', 'Vec', 'x', 'y'], ['A'])
     """
     tokens = tokenize(code)
+    pairs = _bracket_pairs(tokens)
     regions = test_regions(tokens)
     out: dict[str, frozenset[str]] = {}
     for i, tok in enumerate(tokens[:-1]):
         if tok.kind == "ident" and tok.text in ("struct", "enum", "union", "type") and not regions.contains(i):
             name = tokens[i + 1]
             if name.kind == "ident":
-                body = tokens[i + 2 : _item_end(tokens, i, tok.text) + 1]
+                body = tokens[i + 2 : _item_end(tokens, pairs, i, tok.text) + 1]
                 out[name.text] = out.get(name.text, frozenset()) | frozenset(
                     t.text.removeprefix("r#") for t in body if t.kind == "ident")
     return out

@@ -10,7 +10,7 @@ shapes its known exploits need; a completion whose task's reference uses the sam
 
 from __future__ import annotations
 
-from rust_rewards.rust.lexer import Token
+from rust_rewards.rust.lexer import Token, _bracket_pairs
 
 IMPLIED_BOUNDS = "soundness hole: nested references with named lifetimes (rust-lang/rust#25860, cve-rs)"
 FN_POINTER_LIFETIMES = ("soundness hole: fn pointer type with lifetimes or inferred parameters "
@@ -35,6 +35,7 @@ def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
     """
     found: set[str] = set()
     n = len(tokens)
+    pairs = _bracket_pairs(tokens)
     at = lambda k: tokens[k] if 0 <= k < n else None  # noqa: E731
     for i, tok in enumerate(tokens):
         text = tok.text
@@ -43,8 +44,7 @@ def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
             if at(k) is not None and at(k).text in ("&", "&&") and _lifetime(at(k + 1)):
                 found.add(IMPLIED_BOUNDS)
         elif text == "fn" and tok.kind == "ident" and at(i + 1) is not None and at(i + 1).text == "(":
-            close = _close(tokens, i + 1)
-            end = close + 1
+            end = pairs[i + 1] + 1
             if at(end) is not None and at(end).text == "->":
                 end += 1
                 while at(end) is not None and at(end).text not in (",", ";", "=", ")", "{", ">", "]"):
@@ -53,19 +53,9 @@ def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
             if any(t.kind == "lifetime" or t.text == "_" for t in inside) or (
                     at(i - 1) is not None and at(i - 1).text == ">" and _for_before(tokens, i - 1)):
                 found.add(FN_POINTER_LIFETIMES)
-        elif text == "impl" and at(i + 1) is not None and at(i + 1).text == "<" and _blanket_unsized(tokens, i):
+        elif text == "impl" and at(i + 1) is not None and at(i + 1).text == "<" and _blanket_unsized(tokens, pairs, i):
             found.add(BLANKET_ASSOCIATED)
     return tuple(f for f in FAMILIES if f in found)
-
-
-def _close(tokens: list[Token], i: int) -> int:
-    depth = 0
-    for j in range(i, len(tokens)):
-        depth += tokens[j].text in ("(", "[", "{")
-        depth -= tokens[j].text in (")", "]", "}")
-        if depth == 0:
-            return j
-    return len(tokens) - 1
 
 
 def _for_before(tokens: list[Token], gt: int) -> bool:
@@ -79,7 +69,7 @@ def _for_before(tokens: list[Token], gt: int) -> bool:
     return False
 
 
-def _blanket_unsized(tokens: list[Token], i: int) -> bool:
+def _blanket_unsized(tokens: list[Token], pairs: list[int], i: int) -> bool:
     """``impl<T: ?Sized ...> Trait for T`` where the impl body defines an associated ``type``."""
     depth, j = 0, i + 1
     params: list[str] = []
@@ -104,5 +94,5 @@ def _blanket_unsized(tokens: list[Token], i: int) -> bool:
     target = head[head.index("for") + 1 :]
     if not (target and target[0] in params and (len(target) == 1 or target[1] == "where")):
         return False
-    body = tokens[k : _close(tokens, k) + 1] if k < len(tokens) and tokens[k].text == "{" else []
+    body = tokens[k : pairs[k] + 1] if k < len(tokens) and tokens[k].text == "{" else []
     return any(t.text == "type" for t in body)

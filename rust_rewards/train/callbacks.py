@@ -47,14 +47,13 @@ class RunLogCallback(TrainerCallback):
     """Writes ``metrics.jsonl`` on every log and the step's completions parquet at every step end.
 
     Every step's reports are counted (``StepHealth``), added to the next log line and shown to the
-    ``guard``; then the verifier forgets its internal-error reports (``forget``), so the next step
+    ``guard``; then ``verifier`` forgets its internal-error reports (``forget``), so the next step
     verifies those completions again while this step's consumers all saw the same report.
     """
 
     def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
                  reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
-                 forget: Callable[[], object] | None = None, feedback: bool = False,
-                 tests_asked: bool = True, verifier: Verifier | None = None) -> None:
+                 feedback: bool = False, tests_asked: bool = True, verifier: Verifier | None = None) -> None:
         self.verifier = verifier or get_verifier()
         self.out_dir = Path(out_dir)
         self.tests_asked = tests_asked
@@ -63,7 +62,7 @@ class RunLogCallback(TrainerCallback):
         self.reports_for = reports_for
         self.completions_every = completions_every
         self.guard = guard
-        self.forget = forget or self.verifier.forget_failures
+        self.forget = self.verifier.forget_failures
         self._window = StepHealth(0)
         self.feedback = feedback
         self._tools = ToolUse()

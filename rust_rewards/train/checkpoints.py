@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rust_rewards.atomic import replace_dir, write_text_atomic
+from rust_rewards.hub import looks_local
 from rust_rewards.train.config import RESUME_CHOICES
 
 
@@ -83,6 +84,5 @@ def name_base_model(folder: Path, model: str) -> None:
         return
     text = card.read_text()
     if _NO_BASE in text:
-        local = model.startswith((".", "/", "~")) or Path(model).expanduser().exists()
-        named = f"`{model}`" if local else f"[{model}](https://huggingface.co/{model})"
+        named = f"`{model}`" if looks_local(model) else f"[{model}](https://huggingface.co/{model})"
         write_text_atomic(text.replace(_NO_BASE, f"a fine-tuned version of {named}"), card)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rust_rewards.hub import hub_reachable
+from rust_rewards.hub import hub_reachable, looks_local
 from rust_rewards.models.gguf import is_gguf, resolve_model
 from rust_rewards.params import coerce_value, flag_name, info_of
 from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
@@ -90,7 +90,7 @@ def check_model_source(model: str) -> None:
         return
     found = find_path(model)
     path = Path(found or model).expanduser()
-    if model.startswith((".", "/", "~")) or found is not None:
+    if looks_local(model) or found is not None:
         if not (path / "config.json").is_file():
             raise ValueError(f"--model {model}: no model folder there (expected a folder with config.json, or a "
                              "Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)")

@@ -169,7 +169,7 @@ def build_grpo_trainer(
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
     log = RunLogCallback(p.output_dir, recorder, weights, task_reports(verifier), p.completions_every, guard,
-                         forget=verifier.forget_failures, feedback=p.feedback_turns > 0,
+                         feedback=p.feedback_turns > 0,
                          tests_asked=asks_for_tests(p.answer_format), verifier=verifier)
     trainer = GRPOTrainer(
         model=trainer_model(p),

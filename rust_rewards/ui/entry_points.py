@@ -11,10 +11,11 @@ import dataclasses
 from pathlib import Path
 
 from rust_rewards.data.importers import LOCAL_SUFFIXES
-from rust_rewards.data.pipeline import ProcessParams, is_local_tokenizer
+from rust_rewards.data.pipeline import ProcessParams
 from rust_rewards.eval import inference, scoring
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.eval.scoring import EvalParams
+from rust_rewards.hub import looks_local
 from rust_rewards.ui.paths import repo_path, require_file, resolve_files
 from rust_rewards.ui.script import ScriptOrForm
 from rust_rewards.workspace import workspace
@@ -64,7 +65,7 @@ def check_process(params: ProcessParams) -> ProcessParams:
     if not params.oxen_repo:
         params = resolve_files(params, workspace())
         require_file("source", params.source, LOCAL_SUFFIXES)
-    if is_local_tokenizer(params.tokenizer) and not Path(params.tokenizer).expanduser().is_dir():
+    if looks_local(params.tokenizer) and not Path(params.tokenizer).expanduser().is_dir():
         raise ValueError(f"--tokenizer {params.tokenizer!r}: no such tokenizer directory")
     return params
 

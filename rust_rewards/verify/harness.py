@@ -134,24 +134,24 @@ def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bo
             for i, t in enumerate(tests) if (hidden or not t.ignored) and (after is None or t.key in after)]
 
 
+def _outcomes(results: dict[str, sandbox.RunResult], group: str, tests: tuple[SealedTest, ...]) -> list[str]:
+    """Per test: ``passed`` (its process exited 0 in time and printed the test's nonce), ``failed`` (it ran to its end
+    in time without the nonce: a kill of a variant) or ``none`` (not run, skipped, timed out, or exited non-zero
+    after its nonce). A copy that spins on a variant proves nothing about it."""
+    out = []
+    for i, t in enumerate(tests):
+        r = results.get(f"{group}:{i}")
+        if r is None or r.returncode == sandbox.SKIPPED or r.timed_out:
+            out.append("none")
+        elif f"\n{t.nonce}\n" not in r.stdout:
+            out.append("failed")
+        else:
+            out.append("passed" if r.returncode == 0 else "none")
+    return out
+
+
 def _passed(results: dict[str, sandbox.RunResult], group: str, tests: tuple[SealedTest, ...]) -> list[bool]:
-    """Per test: its process exited 0 in time and printed the test's nonce."""
-    out = []
-    for i, t in enumerate(tests):
-        r = results.get(f"{group}:{i}")
-        out.append(r is not None and r.returncode == 0 and not r.timed_out and f"\n{t.nonce}\n" in r.stdout)
-    return out
-
-
-def _failed(results: dict[str, sandbox.RunResult], group: str, tests: tuple[SealedTest, ...]) -> list[bool]:
-    """Per test: its process ran to its end in time without the test's nonce (a kill of a variant). A test that
-    timed out or was skipped did not fail: a copy that spins on a variant proves nothing about it."""
-    out = []
-    for i, t in enumerate(tests):
-        r = results.get(f"{group}:{i}")
-        out.append(r is not None and r.returncode != sandbox.SKIPPED and not r.timed_out
-                   and f"\n{t.nonce}\n" not in r.stdout)
-    return out
+    return [o == "passed" for o in _outcomes(results, group, tests)]
 
 
 _FILTERED = re.compile(r"\d+ filtered out; ")
@@ -224,7 +224,7 @@ def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunR
         return OwnTestChecks(kinds, compiled=False)
     on = {v.kind: dict(zip((t.key for t in v.tests), _passed(results, f"variant{k}", v.tests), strict=True))
           for k, v in enumerate(compiled) if v.kind == "reference"}
-    killed = [dict(zip((t.key for t in v.tests), _failed(results, f"variant{k}", v.tests), strict=True))
+    killed = [{t.key: o == "failed" for t, o in zip(v.tests, _outcomes(results, f"variant{k}", v.tests), strict=True)}
               for k, v in enumerate(compiled) if v.kind == "mutant"]
     valid = discriminating = 0
     for t, ok in zip(plan.own, own_ok, strict=True):

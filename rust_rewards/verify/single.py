@@ -112,13 +112,13 @@ def verify_code(
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
-    """``facts.analyse(code)`` plus the soundness-hole shapes (``soundness.soundness_holes``) the task's reference
-    does not use itself; ``unsafe`` is no hack reason for a task whose reference uses it."""
+    """``facts.analyse(code)``, where a soundness-hole shape (``soundness.soundness_holes``) or ``unsafe`` that the
+    task's reference uses itself is no hack reason."""
     facts = analyse(code)
-    reference = hidden.reference if hidden is not None else ""
-    holes = tuple(h for h in soundness_holes(tokenize(code)) if h not in _reference_holes(reference))
-    forbidden = tuple(r for r in facts.forbidden + holes
-                      if r != "unsafe code" or hidden is None or not hidden.allows_unsafe)
+    if hidden is None:
+        return facts
+    allowed = _reference_holes(hidden.reference) + (("unsafe code",) if hidden.allows_unsafe else ())
+    forbidden = tuple(r for r in facts.forbidden if r not in allowed)
     return replace(facts, forbidden=forbidden) if forbidden != facts.forbidden else facts
 
 
