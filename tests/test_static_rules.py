@@ -19,6 +19,7 @@ from conftest import ROOT
 from rust_rewards.rust import lexer as rust_source
 from rust_rewards.rust.facts import analyse
 from rust_rewards.rust.lexer import Token, strip_test_code, tokenize
+from rust_rewards.rust.names import top_level
 from rust_rewards.rust.rules import _attribute_names, forbidden_calls
 
 CORPUS = Path(__file__).parent / "adversarial" / "static"
@@ -175,6 +176,7 @@ def test_hostile_nesting_is_linear_and_not_recursive():
     assert "#[no_main] attribute" in forbidden_calls(tokenize(deep))
     assert "shadows built-in name i32" in forbidden_calls(tokenize(uses))
     assert forbidden_calls(tokenize("{([" * 5000)) == ()
+    assert [leaf.render() for leaf, _ in top_level(uses).uses] == ["use ::" + "a::" * 5000 + "i32;"]
     assert time.perf_counter() - start < 5
 
 

@@ -156,13 +156,14 @@ def per_task_pass(results: pd.DataFrame, ks: Sequence[int] = (1,)) -> pd.DataFra
     return grouped[columns]
 
 
-def bootstrap_interval(values: Sequence[float], seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def bootstrap_interval(values: Sequence[float], seed: int = 0, level: float = 0.95,
+                       resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (tasks resampled with replacement)."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         return (0.0, 1.0)
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(BOOTSTRAP_RESAMPLES, data.size))].mean(axis=1)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
     tail = (1 - level) / 2 * 100
     return (float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail)))
 
@@ -393,9 +394,8 @@ def paired_difference(before: Sequence[float], after: Sequence[float], seed: int
     0.16666666666666666
     """
     diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
-    boots = np.random.default_rng(seed).choice(diff, size=(resamples, len(diff))).mean(axis=1)
-    low, high = np.percentile(boots, [2.5, 97.5])
-    return float(diff.mean()), float(low), float(high)
+    low, high = bootstrap_interval(diff, seed, resamples=resamples)
+    return float(diff.mean()), low, high
 
 
 def detectable_gain(start_rates: Sequence[float], n: int, power: float = 0.8, seed: int = 0, sims: int = 300,

@@ -343,6 +343,24 @@ def _bracket_pairs(tokens: list[Token]) -> list[int]:
     return pairs
 
 
+def comma_ranges(tokens: list[Token], pairs: list[int], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The non-empty top-level comma-separated parts of ``tokens[lo:hi]``, as index ranges (groups skipped whole)."""
+    parts: list[tuple[int, int]] = []
+    start = i = lo
+    while i < hi:
+        tok = tokens[i]
+        if tok.kind == "punct" and tok.text == ",":
+            if i > start:
+                parts.append((start, i))
+            start = i + 1
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            i = max(i, min(pairs[i], hi - 1))
+        i += 1
+    if hi > start:
+        parts.append((start, hi))
+    return parts
+
+
 def strip_test_code(code: str) -> str:
     """The code without its ``#[cfg(test)]`` modules and top-level ``#[test]`` functions.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rust_rewards.rust.lexer import _OPEN, Token, _bracket_pairs, test_regions, tokenize
+from rust_rewards.rust.lexer import _OPEN, Token, _bracket_pairs, comma_ranges, test_regions, tokenize
 
 _ITEM_KEYWORDS = frozenset({"fn", "struct", "enum", "union", "trait", "type", "const", "static", "mod"})
 _BLOCK_ITEMS = frozenset({"fn", "struct", "enum", "union", "trait", "mod", "impl", "extern", "macro_rules"})
@@ -73,42 +73,40 @@ def _item_end(tokens: list[Token], pairs: list[int], i: int, kind: str) -> int:
     return len(tokens) - 1
 
 
-def use_leaves(tokens: list[Token], pairs: list[int], lo: int, hi: int,
-               prefix: tuple[str, ...] = ()) -> list[UseLeaf]:
+def use_leaves(tokens: list[Token], pairs: list[int], lo: int, hi: int) -> list[UseLeaf]:
     """The leaves of the use tree ``tokens[lo:hi]`` (``std::{fmt::{self, Display}, io::*}``; ``pairs``: the tokens'
-    ``_bracket_pairs``).
+    ``_bracket_pairs``), in source order; nesting of any depth costs no recursion.
 
     >>> toks = tokenize("std::{fmt::{self, Display}, io::*}")
     >>> [leaf.render() for leaf in use_leaves(toks, _bracket_pairs(toks), 0, 14)]
     ['use ::std::fmt;', 'use ::std::fmt::Display;', 'use ::std::io::*;']
     """
-    path = list(prefix)
-    i = lo
-    if i < hi and tokens[i].text == "::":
-        i += 1
-    while i < hi:
-        tok = tokens[i]
-        if tok.text == "{":
-            close = min(pairs[i], hi)
-            out, start, depth = [], i + 1, 0
-            for j in range(i + 1, close + 1):
-                text = tokens[j].text if j < close else ","
-                depth += text in _OPEN
-                depth -= text in (")", "]", "}")
-                if text == "," and depth == 0:
-                    if start < j:
-                        out += use_leaves(tokens, pairs, start, j, tuple(path))
-                    start = j + 1
-            return out
-        if tok.text == "*":
-            return [UseLeaf(tuple(path), None)]
-        if tok.kind == "ident" and tok.text == "as":
-            alias = tokens[i + 1].text if i + 1 < hi else "_"
-            return [_leaf(path, alias)]
-        if tok.kind == "ident":
-            path.append(tok.text.removeprefix("r#"))
-        i += 1
-    return [_leaf(path, None)] if path else []
+    out: list[UseLeaf] = []
+    work: list[tuple[int, int, tuple[str, ...]]] = [(lo, hi, ())]
+    while work:
+        i, hi, prefix = work.pop()
+        path = list(prefix)
+        if i < hi and tokens[i].text == "::":
+            i += 1
+        while i < hi:
+            tok = tokens[i]
+            if tok.text == "{":
+                parts = comma_ranges(tokens, pairs, i + 1, min(pairs[i], hi))
+                work.extend((a, b, tuple(path)) for a, b in reversed(parts))
+                break
+            if tok.text == "*":
+                out.append(UseLeaf(tuple(path), None))
+                break
+            if tok.kind == "ident" and tok.text == "as":
+                out.append(_leaf(path, tokens[i + 1].text if i + 1 < hi else "_"))
+                break
+            if tok.kind == "ident":
+                path.append(tok.text.removeprefix("r#"))
+            i += 1
+        else:
+            if path:
+                out.append(_leaf(path, None))
+    return out
 
 
 def _leaf(path: list[str], alias: str | None) -> UseLeaf:

@@ -13,9 +13,11 @@ from rust_rewards.rust.lexer import (  # noqa: F401 - the doctests use them
     Token,
     _bracket_pairs,
     _items,
+    comma_ranges,
     test_regions,
     tokenize,
 )
+from rust_rewards.rust.names import use_leaves
 
 STD_MACROS = frozenset({
     "assert", "assert_eq", "assert_ne", "debug_assert", "debug_assert_eq", "debug_assert_ne", "panic",
@@ -57,24 +59,6 @@ _VALUE_DEFINERS = frozenset({"fn", "const", "static"})
 _ITEM_QUALIFIERS = frozenset({"pub", "unsafe", "default", "auto", "const"})
 
 
-def _comma_ranges(tokens: list[Token], pairs: list[int], lo: int, hi: int) -> list[tuple[int, int]]:
-    """The non-empty top-level comma-separated parts of ``tokens[lo:hi]``, as index ranges (groups skipped whole)."""
-    parts: list[tuple[int, int]] = []
-    start = i = lo
-    while i < hi:
-        tok = tokens[i]
-        if tok.kind == "punct" and tok.text == ",":
-            if i > start:
-                parts.append((start, i))
-            start = i + 1
-        elif tok.kind == "punct" and tok.text in _OPEN:
-            i = max(i, min(pairs[i], hi - 1))
-        i += 1
-    if hi > start:
-        parts.append((start, hi))
-    return parts
-
-
 def _attribute_names(tokens: list[Token], start: int, close: int, pairs: list[int] | None = None) -> list[str]:
     """Names of the attributes in ``#[...]`` tokens ``start..close``, through ``unsafe(...)`` and ``cfg_attr`` to any
     depth (a path gives its last segment).
@@ -101,40 +85,11 @@ def _attribute_names(tokens: list[Token], start: int, close: int, pairs: list[in
         if name is None:
             continue
         if name in ("unsafe", "cfg_attr") and i < hi and tokens[i].text == "(":
-            parts = _comma_ranges(tokens, pairs, i + 1, min(pairs[i], hi))
+            parts = comma_ranges(tokens, pairs, i + 1, min(pairs[i], hi))
             work.extend(parts[1:] if name == "cfg_attr" else parts)
         else:
             names.append(name)
     return names
-
-
-def _use_leaves(tokens: list[Token], pairs: list[int], lo: int, hi: int) -> list[tuple[str, str, str | None, bool]]:
-    """The leaves of the use tree ``tokens[lo:hi]``: (first path segment, last segment, alias, is a glob)."""
-    out: list[tuple[str, str, str | None, bool]] = []
-    work = [(lo, hi, "", "")]
-    while work:
-        lo, hi, root, last = work.pop()
-        i = lo
-        while i < hi:
-            tok = tokens[i]
-            if tok.kind == "punct" and tok.text == "{":
-                work.extend((a, b, root, last) for a, b in _comma_ranges(tokens, pairs, i + 1, min(pairs[i], hi)))
-                break
-            if tok.text == "*":
-                out.append((root, last, None, True))
-                break
-            if tok.kind == "ident" and tok.text == "as":
-                alias = tokens[i + 1].text if i + 1 < hi and tokens[i + 1].kind == "ident" else None
-                out.append((root, last, alias, False))
-                break
-            if tok.kind == "ident":
-                root = root or tok.text
-                if tok.text != "self":
-                    last = tok.text
-            i += 1
-        else:
-            out.append((root, last, None, False))
-    return out
 
 
 def _shadowing_variants(tokens: list[Token], pairs: list[int]) -> dict[str, list[str]]:
@@ -148,7 +103,7 @@ def _shadowing_variants(tokens: list[Token], pairs: list[int]) -> dict[str, list
         elif tok.kind == "ident" and tok.text == "enum" and i + 1 < len(tokens) and tokens[i + 1].kind == "ident":
             if next_brace >= len(tokens):
                 continue
-            for lo, hi in _comma_ranges(tokens, pairs, next_brace + 1, pairs[next_brace]):
+            for lo, hi in comma_ranges(tokens, pairs, next_brace + 1, pairs[next_brace]):
                 while lo < hi and tokens[lo].text == "#" and lo + 1 < hi and tokens[lo + 1].text == "[":
                     lo = pairs[lo + 1] + 1
                 if lo < hi and tokens[lo].kind == "ident" and tokens[lo].text in SHADOW_NAMES:
@@ -313,12 +268,13 @@ class _Scan:
         self.use_end = i + 1
         while self.use_end < self.n and self.tokens[self.use_end].text != ";":
             self.use_end += 1
-        for root, last, alias, glob in _use_leaves(self.tokens, self.pairs, i + 1, self.use_end):
-            name = alias if alias is not None else last
-            if glob:
-                self.found.update(f"shadows built-in name {v}" for v in self.variants.get(last, ()))
-            elif name in SHADOW_NAMES and (alias is not None or root not in _CRATE_NAMES):
-                self.found.add(f"shadows built-in name {name}")
+        for leaf in use_leaves(self.tokens, self.pairs, i + 1, self.use_end):
+            if not leaf.path:
+                continue
+            if leaf.name is None:
+                self.found.update(f"shadows built-in name {v}" for v in self.variants.get(leaf.path[-1], ()))
+            elif leaf.name in SHADOW_NAMES and (leaf.name != leaf.path[-1] or leaf.path[0] not in _CRATE_NAMES):
+                self.found.add(f"shadows built-in name {leaf.name}")
 
     def _definition(self, i: int, text: str, nxt: Token | None) -> None:
         """An item definition outside impl/trait bodies: a type or value named like a built-in one."""
