@@ -1,4 +1,7 @@
 import os
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,30 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from rust_rewards.train.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """``train.py`` run as a script: its output folder, wandb's offline folder and what it printed."""
+
+    out: Path
+    wandb_dir: Path
+    stdout: str
+
+
+@pytest.fixture(scope="session")
+def script_run(tmp_path_factory, tiny_model_dir) -> ScriptRun:
+    """One real two-step GRPO run of the tiny preset through ``train.py`` as a script, wandb offline, shared by the
+    tests that only read such a run (the command line's own test, the dashboard in the browser)."""
+    root = tmp_path_factory.mktemp("script-run")
+    out = root / "out"
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true"}
+    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "tiny", "--max-steps", "2",
+                           "--output-dir", str(out), "--model", str(tiny_model_dir), "--wandb"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        pytest.fail(f"train.py failed with {proc.returncode}:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    return ScriptRun(out, root, proc.stdout)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,18 +47,11 @@ def chromium() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_run(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real two-step GRPO run of the tiny local model (train.py as a script)."""
-    out = tmp_path_factory.mktemp("tiny-run") / "out"
-    done = subprocess.run(
-        [sys.executable, "train.py", "--preset", "tiny", "--max-steps", "2", "--output-dir", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"train.py failed with {done.returncode}:\n{(done.stdout + done.stderr)[-4000:]}")
-    state = inspect_run(out)
+def tiny_run(chromium: Path, script_run) -> Path:
+    """A real two-step GRPO run of the tiny local model (train.py as a script; conftest's ``script_run``)."""
+    state = inspect_run(script_run.out)
     assert state.ok, state.message
-    return out
+    return script_run.out
 
 
 @pytest.fixture(scope="session")

@@ -148,3 +148,24 @@ def test_keep_freed_memory_keeps_a_freed_block_for_reuse():
 
     # glibc by default serves a 256 MiB block by mmap and unmaps it on free; kept, it stays resident for reuse
     assert rss_mib("default") < 200 <= rss_mib("keep")
+
+
+def test_contiguous_lm_head_hands_the_head_a_copy_and_keeps_the_logits():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from rust_rewards.cpus import contiguous_lm_head
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=4, num_key_value_heads=2, vocab_size=128)).eval()
+    ids = torch.randint(0, 128, (3, 7))
+    with torch.no_grad():
+        before = model(ids, logits_to_keep=1).logits
+    seen = []
+    assert contiguous_lm_head(model)
+    model.lm_head.register_forward_pre_hook(lambda _m, args: seen.append(args[0].is_contiguous()))
+    with torch.no_grad():
+        after = model(ids, logits_to_keep=1).logits
+    assert seen == [True] and torch.allclose(before, after)
+    assert not contiguous_lm_head(torch.nn.Linear(2, 2))  # no output layer: nothing hooked

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -354,20 +353,11 @@ def test_wandb_sees_reward_share(tasks_file, tiny_dir, tmp_path, monkeypatch):
     assert names == REWARD_NAMES and trainer.args.report_to == ["wandb"]
 
 
-def test_script_mode_cli_with_offline_wandb(workdir, tasks_file, tiny_dir):
-    out = workdir / "cli-run"
-    data = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
-    args = [sys.executable, str(ROOT / "train.py"), "--preset", "tiny", "--max-steps", "2", "--output-dir", str(out),
-            "--model", str(tiny_dir), "--wandb"]
-    if not data.is_file():
-        args += ["--data", str(tasks_file)]
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(workdir), "WANDB_SILENT": "true"}
-    proc = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "step 2/2 | reward" in proc.stdout and "done: 2 steps" in proc.stdout
-    assert json.loads((out / "params.json").read_text())["wandb"] is True
-    assert (out / "adapter" / "adapter_model.safetensors").is_file()
-    assert list((workdir / "wandb").glob("offline-run-*"))
+def test_script_mode_cli_with_offline_wandb(script_run):
+    assert "step 2/2 | reward" in script_run.stdout and "done: 2 steps" in script_run.stdout
+    assert json.loads((script_run.out / "params.json").read_text())["wandb"] is True
+    assert (script_run.out / "adapter" / "adapter_model.safetensors").is_file()
+    assert list((script_run.wandb_dir / "wandb").glob("offline-run-*"))
 
 
 def test_oxen_upload_failure_only_warns(run, tmp_path, monkeypatch):

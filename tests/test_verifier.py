@@ -193,19 +193,7 @@ mod tests {
     assert rewards.rewards_from_report(report)["test_reward"] == 0.0
 
 
-# ---- the two modes agree, and agree with the naive published way ------------------------------------------------
-
-@pytest.mark.slow
-def test_direct_and_cargo_modes_agree_on_corpus(verifier, cargo_verifier):
-    corpus = load_corpus(DEFAULT_CORPUS)
-    texts = [t for _n, t in corpus]
-    direct = verifier.verify_many(texts)
-    cargo = cargo_verifier.verify_many(texts)
-    for (name, _), a, b in zip(corpus, direct, cargo, strict=True):
-        assert a.verdict() == b.verdict(), name
-    assert any(not r.build_ok for r in direct) and any(r.tests_ok for r in direct)
-    assert any(r.build_ok and not r.clippy_ok for r in direct)
-
+# ---- the modes agree (direct, batch, cargo: test_batch_verify.py) and agree with the naive published way ----------
 
 def test_naive_published_scoring_agrees_on_a_sample():
     corpus = dict(load_corpus(DEFAULT_CORPUS))
