@@ -14,11 +14,13 @@ os.environ.setdefault(ENV, str(ROOT))  # the notebooks' workspace, wherever pyte
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """One warm-started tiny model for the whole test session (building it takes ~25 s)."""
+def tiny_model_dir() -> Path:
+    """The warm-started tiny model the tiny preset trains, for the whole test session: the workspace's
+    ``outputs/tiny-model``, reused when the main job (or an earlier session) built it, else built (~30 s)."""
+    from rust_rewards.train.config import preset_params
     from rust_rewards.train.tiny_model import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return build_tiny_model(ROOT / preset_params("tiny").model)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from rust_rewards.verify.sandbox import Limits, SandboxError, Step, detect_isola
 from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial"
-COMPILE = Limits(wall_seconds=20, cpu_seconds=20, memory_mb=4096, file_size_mb=512, processes=64)
+COMPILE = Limits(wall_seconds=10, cpu_seconds=10, memory_mb=4096, file_size_mb=512, processes=64)
 RUN = Limits(wall_seconds=5, cpu_seconds=5, memory_mb=2048, file_size_mb=64, processes=32)
 ISO = detect_isolation()
 STRONG = ISO.drop_uid or ISO.bwrap is not None
