@@ -12,6 +12,7 @@ with app.setup:
     from rust_rewards.train.config import DEFAULT_PRESET, PRESETS, TrainParams
     from rust_rewards.train.jobs import start_job
     from rust_rewards.ui.forms import param_panel
+    from rust_rewards.ui.script import is_script
     from rust_rewards.ui.train_view import (
         field_problem,
         form_controls,
@@ -47,7 +48,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.stop(mo.app_meta().mode == "script")
+    mo.stop(is_script())
     cli_values = dict(mo.cli_args())
     preset = mo.ui.dropdown(options=list(PRESETS), value=str(cli_values.get("preset", DEFAULT_PRESET)), label="preset")
     mo.hstack([preset, mo.md("`tiny`: a local 0.4M model on CPU, seconds per step · `smollm2-cpu`: SmolLM2-135M on "
@@ -127,7 +128,7 @@ def _(job, live_refresh, stop_button):
 
 @app.cell(hide_code=True)
 def _():
-    mo.stop(mo.app_meta().mode != "script")
+    mo.stop(not is_script())
     run_command_line(mo.cli_args())
     return
 

@@ -44,6 +44,7 @@ with app.setup:
         token_accuracy_chart,
     )
     from rust_rewards.ui.run_status import run_status
+    from rust_rewards.ui.script import is_script, one_line_errors
 
     alt.data_transformers.disable_max_rows()
     REFRESH_OPTIONS = ["5s", "10s", "30s", "1m", "5m"]
@@ -54,16 +55,16 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    params = VizParams.from_args(dict(mo.cli_args()))
-    mode = mo.app_meta().mode
-    return mode, params
+    with one_line_errors("viz.py"):
+        params = VizParams.from_args(mo.cli_args())
+    return (params,)
 
 
 @app.cell(hide_code=True)
 def _(params):
-    run_text = mo.ui.text(value=params.run_dir, label="Training output dir", full_width=True)
-    eval_text = mo.ui.text(value=params.eval_dir, label="Eval output dir (optional)", full_width=True)
-    _start = Path(params.run_dir).expanduser().parent if params.run_dir else Path.cwd()
+    run_text = mo.ui.text(value=params.run, label="Training output dir", full_width=True)
+    eval_text = mo.ui.text(value=params.eval, label="Eval output dir (optional)", full_width=True)
+    _start = Path(params.run).expanduser().parent if params.run else Path.cwd()
     browser = mo.ui.file_browser(
         initial_path=_start if _start.is_dir() else Path.cwd(),
         selection_mode="directory",
@@ -126,8 +127,8 @@ def _(get_version, run_path):
 
 
 @app.cell(hide_code=True)
-def _(mode, params, run):
-    if mode == "script":
+def _(params, run):
+    if is_script():
         for _line in overview_lines(run, params):
             print(_line)
     return

@@ -3,18 +3,26 @@
 A notebook's parameter dataclass declares each field with ``param(...)``: its default plus a ``ParamInfo``
 (one-line help, group, choices, bounds, existing-file patterns). ``fill_params`` turns ``mo.cli_args()`` or form
 values into the dataclass with the same checks and the same error messages (naming ``--flag``) for both;
-``rust_rewards.ui.forms`` builds the typed controls from the same definitions.
+``rust_rewards.ui.forms`` builds the typed controls from the same definitions. In a script, ``one_line_errors``
+ends a run the user's input refused with one line and exit code 2.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import sys
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
+"""What a mistake of the user's raises (a bad flag, a missing or malformed file, an unknown task id)."""
+TRACEBACK_ENV = "RUST_REWARDS_TRACEBACK"
+"""Set to 1 to get the traceback of a refused script run instead of its one line."""
 _TRUE = ("", "true", "1", "yes")
 _FALSE = ("false", "0", "no")
 P = TypeVar("P")
@@ -198,3 +206,18 @@ def _split(flag: str, value: Any, item: type) -> list[Any]:
         return [item(str(v).strip()) for v in values if str(v).strip()]
     except ValueError:
         raise ValueError(f"--{flag}: expected comma-separated {item.__name__} values, got {value!r}") from None
+
+
+@contextmanager
+def one_line_errors(prog: str, errors: tuple[type[BaseException], ...] = USER_ERRORS,
+                    enabled: bool = True) -> Iterator[None]:
+    """``errors`` end the run with ``PROG: message`` on stderr and exit code 2 instead of a traceback through
+    marimo's runner (``enabled`` False, or ``RUST_REWARDS_TRACEBACK=1``: they propagate)."""
+    try:
+        yield
+    except errors as err:
+        if not enabled or os.environ.get(TRACEBACK_ENV) == "1":
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"{prog}: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None

@@ -14,14 +14,13 @@ from rust_rewards.data.pipeline import ProcessParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.eval.scoring import EvalParams
 from rust_rewards.params import flag_name, usage
+from rust_rewards.runs.overview import VizParams
 from rust_rewards.train.config import TrainParams
 
 
 def _flags(notebook: str) -> list[str]:
-    if notebook == "viz.py":
-        return ["--run", "--eval", "--smoothing", "--refresh"]
     params = {"train.py": TrainParams, "eval.py": EvalParams, "inference.py": InferenceParams,
-              "process_data.py": ProcessParams}[notebook]
+              "process_data.py": ProcessParams, "viz.py": VizParams}[notebook]
     return [flag_name(f.name) for f in dataclasses.fields(params)]
 
 
@@ -35,7 +34,7 @@ def test_help_lists_every_parameter_and_exits_0(notebook):
 
 
 def test_usage_prints_each_group_once():
-    for cls in (TrainParams, InferenceParams, EvalParams, ProcessParams):
+    for cls in (TrainParams, InferenceParams, EvalParams, ProcessParams, VizParams):
         headers = [line for line in usage(cls).splitlines() if line and not line.startswith(" ")]
         assert len(headers) == len(set(headers)), (cls.__name__, headers)
         assert sum(line.startswith("  --") for line in usage(cls).splitlines()) == len(dataclasses.fields(cls))
@@ -51,6 +50,16 @@ def test_usage_prints_each_group_once():
 def test_a_users_mistake_in_a_script_is_one_line_and_exit_2(argv, line, tmp_path):
     proc = subprocess.run([sys.executable, *argv, "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == line
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--smoothing", "2"], "viz.py: --smoothing must be within [0.0, 0.99], got 2.0"),
+    (["--runs", "x"], "viz.py: unknown parameter --runs; known: --eval, --refresh, --run, --smoothing"),
+])
+def test_a_users_mistake_in_viz_is_one_line_and_exit_2(argv, line):
+    proc = subprocess.run([sys.executable, "viz.py", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == line
 

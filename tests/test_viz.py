@@ -320,7 +320,7 @@ def test_eval_dir(tmp_path: Path) -> None:
 
 def test_params_from_args() -> None:
     params = VizParams.from_args({"run": "runs/a", "smoothing": "0.3"})
-    assert (params.run_dir, params.smoothing, params.eval_dir) == ("runs/a", 0.3, "")
+    assert (params.run, params.smoothing, params.eval) == ("runs/a", 0.3, "")
     with pytest.raises(ValueError, match="--bogus"):
         VizParams.from_args({"bogus": "1"})
     with pytest.raises(ValueError, match="--smoothing"):

@@ -3,11 +3,13 @@ the lines viz.py prints when it runs as a script."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rust_rewards.eval.metrics import comparison_table
 from rust_rewards.layout import COMPLETIONS_DIR, METRICS_FILE, RESULTS_FILE, SUMMARY_FILE
+from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
 from rust_rewards.runs.records import (
     RunLogs,
     health_warnings,
@@ -24,40 +26,21 @@ from rust_rewards.runs.records import (
 class VizParams:
     """What the dashboard shows: a training output dir, an optional eval dir, and display settings.
 
-    Filled from the command line (``marimo run viz.py -- --run DIR --eval DIR``); in the page the same
-    values are the defaults of the controls at the top.
+    Filled from the command line (``marimo run viz.py -- --run DIR --eval DIR``, ``python viz.py --run DIR``); in
+    the page the same values are the defaults of the controls at the top.
     """
 
-    run_dir: str = ""
-    eval_dir: str = ""
-    smoothing: float = 0.6
-    refresh: str = "10s"
+    run: str = param("", help=f"a train.py output folder ({METRICS_FILE}, {COMPLETIONS_DIR}/)", group="Data")
+    eval: str = param("", help=f"an eval.py output folder ({SUMMARY_FILE}, {RESULTS_FILE})", group="Data")
+    smoothing: float = param(0.6, help="exponential smoothing of the curves", group="Display", bounds=(0.0, 0.99))
+    refresh: str = param("10s", help="how often a live run is re-read, e.g. 10s, 1m, off", group="Display")
 
     @classmethod
-    def from_args(cls, args: dict[str, str]) -> VizParams:
-        """The parameters of ``mo.cli_args()``; ``--help`` prints the usage and exits 0, anything unknown raises."""
-        known = {"run": "run_dir", "eval": "eval_dir", "smoothing": "smoothing", "refresh": "refresh"}
-        if any(str(key).lstrip("-") in ("help", "h") for key in args):
-            print("usage: python viz.py [--run DIR] [--eval DIR] [--smoothing S] [--refresh T]\n\n"
-                  f"  --run DIR  a train.py output folder ({METRICS_FILE}, {COMPLETIONS_DIR}/)\n"
-                  f"  --eval DIR  an eval.py output folder ({SUMMARY_FILE}, {RESULTS_FILE})\n"
-                  f"  --smoothing S  exponential smoothing of the curves, in [0, 1) [default: {cls.smoothing}]\n"
-                  f"  --refresh T  how often a live run is re-read, e.g. 10s, 1m, off [default: {cls.refresh}]",
-                  flush=True)
-            raise SystemExit(0)
-        unknown = sorted(set(args) - set(known))
-        if unknown:
-            raise ValueError(f"unknown argument(s) {', '.join('--' + u for u in unknown)}; "
-                             f"expected {', '.join('--' + k for k in known)}")
-        values: dict[str, object] = {known[key]: value for key, value in args.items()}
-        if "smoothing" in values:
-            try:
-                values["smoothing"] = float(values["smoothing"])
-            except ValueError as err:
-                raise ValueError(f"--smoothing must be a number, got {values['smoothing']!r}") from err
-            if not 0.0 <= values["smoothing"] < 1.0:
-                raise ValueError(f"--smoothing must be in [0, 1), got {values['smoothing']}")
-        return cls(**values)
+    def from_args(cls, args: Mapping[str, Any]) -> VizParams:
+        """The parameters of ``mo.cli_args()``; ``--help`` prints the usage and exits 0; an unknown flag or a bad
+        value raises ``ValueError`` naming it."""
+        exit_with_usage_if_asked(cls, args, "viz.py")
+        return fill_params(cls, args)
 
 
 def run_overview(run: RunLogs) -> dict[str, object]:
@@ -87,15 +70,15 @@ def run_overview(run: RunLogs) -> dict[str, object]:
 def overview_lines(run: RunLogs | None, params: VizParams) -> Iterator[str]:
     """What viz.py prints as a script: the run's latest numbers and verifier warnings, then the eval comparison."""
     if run is None:
-        yield f"viz: nothing to show: {inspect_run(params.run_dir).message}"
+        yield f"viz: nothing to show: {inspect_run(params.run).message}"
     else:
         for key, value in run_overview(run).items():
             yield f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}"
         for warning in health_warnings(run.metrics):
             yield f"WARNING: {warning}"
-    if params.eval_dir:
-        state = inspect_eval(params.eval_dir)
+    if params.eval:
+        state = inspect_eval(params.eval)
         if state.ok:
-            yield comparison_table(load_eval(params.eval_dir).summaries).round(4).to_string(index=False)
+            yield comparison_table(load_eval(params.eval).summaries).round(4).to_string(index=False)
         else:
             yield f"viz: no eval to show: {state.message}"

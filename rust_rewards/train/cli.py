@@ -3,10 +3,10 @@ exits with ``train.py: MESSAGE`` and no traceback."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
+from rust_rewards.params import one_line_errors
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import SettingRejected
@@ -19,19 +19,14 @@ from rust_rewards.train.run_log import InfrastructureError
 def run_command_line(values: Mapping[str, Any]) -> None:
     """Train (or ``--dry-run``) with the params of ``values`` (``mo.cli_args()``); ``--help`` prints the usage."""
     quiet_script_logs()
-    try:
+    with one_line_errors("train.py"):
         params = validate_params(params_from_mapping(values))
         if not params.dry_run:  # this machine's CUDA, bitsandbytes and model (the dry run checks the GPU machine's)
             check_load_in_4bit(params)
             if not params.build_tiny_model:
                 check_model_source(params.model)
-    except ValueError as err:
-        print(f"train.py: {err}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
-    try:
-        (run_dry_run if params.dry_run else run_training)(params)
-    except SettingRejected as err:  # the user's settings: exit 2, as every refusal of a flag
-        print(f"train.py: {err}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
-    except (InfrastructureError, NoSignalError) as err:  # the run started and stopped: exit 1
-        raise SystemExit(f"train.py: {err}") from None
+    with one_line_errors("train.py", (SettingRejected,)):  # the user's settings, as every refused flag
+        try:
+            (run_dry_run if params.dry_run else run_training)(params)
+        except (InfrastructureError, NoSignalError) as err:  # the run started and stopped: exit 1
+            raise SystemExit(f"train.py: {err}") from None

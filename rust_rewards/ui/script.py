@@ -1,8 +1,12 @@
 """One notebook, two ways to run it: as a script (``python NB.py --flag value``) or as a page with a form
 (``marimo run NB.py -- --flag value``: the flags fill the form).
 
-``ScriptOrForm`` holds what differs between eval.py, inference.py and process_data.py (their parameters, checks,
-words and progress); its methods are the bodies of the cells every one of them has:
+Every notebook tells the two apart with ``is_script()``, reads its parameters with ``rust_rewards.params``
+(``fill_params``, ``--help`` from ``exit_with_usage_if_asked``) and ends a script the user's input refused with
+``one_line_errors`` (one line, exit 2). ``ScriptOrForm`` holds what differs between eval.py, inference.py and
+process_data.py (their parameters, checks, words and progress); train.py's form adds presets, reward weights and a
+background job (``ui.train_view``) and viz.py has nothing to run (``runs.overview.VizParams``). ``ScriptOrForm``'s
+methods are the bodies of the cells every one of the three has:
 
 * ``command_line()``: the parameters of the command line (``--help`` prints the usage and exits 0);
 * ``controls(cli_params)``: the form's controls filled from them (None in a script) and its run button;
@@ -14,8 +18,6 @@ words and progress); its methods are the bodies of the cells every one of them h
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from typing import Any, Generic, TypeVar
 import marimo as mo
 
 from rust_rewards.params import exit_with_usage_if_asked, fill_params
+from rust_rewards.params import one_line_errors as params_one_line_errors
 from rust_rewards.ui.forms import check_form, param_controls, param_panel
 from rust_rewards.ui.progress import marimo_progress
 from rust_rewards.workspace import workspace
@@ -38,24 +41,12 @@ def is_script() -> bool:
     return mo.app_meta().mode == "script"
 
 
-USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
-"""What a mistake of the user's raises (a bad flag, a missing or malformed file, an unknown task id)."""
-TRACEBACK_ENV = "RUST_REWARDS_TRACEBACK"
-"""Set to 1 to get the traceback of a refused script run instead of its one line."""
-
-
 @contextmanager
 def one_line_errors(prog: str) -> Iterator[None]:
-    """In a script, a user's mistake ends the run with ``PROG: message`` on stderr and exit code 2, not a
-    traceback through marimo's runner (``RUST_REWARDS_TRACEBACK=1`` keeps the traceback)."""
-    try:
+    """In a script, a user's mistake ends the run with ``PROG: message`` on stderr and exit code 2
+    (``rust_rewards.params.one_line_errors``); in a page it propagates to the form."""
+    with params_one_line_errors(prog, enabled=is_script()):
         yield
-    except USER_ERRORS as err:
-        if not is_script() or os.environ.get(TRACEBACK_ENV) == "1":
-            raise
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"{prog}: {message}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
 
 
 @dataclass(frozen=True)
