@@ -63,13 +63,14 @@ def test_plan_and_reductions_from_params(tmp_path):
     assert run_shape(real(tmp_path, vllm_mode="server")).vllm_util is None
     dry, changes = reduce_params(p, tmp_path / "model", tmp_path / "run")
     changed = {c.name for c in changes}
-    assert {"model", "max_completion_length", "gradient_accumulation_steps", "max_steps", "use_vllm"} <= changed
+    assert {"model", "max_completion_length", "gradient_accumulation_steps", "max_steps", "use_vllm",
+            "num_generations", "per_device_train_batch_size"} <= changed
     kept = {f.name for f in dataclasses.fields(p)} - changed
-    assert {"lr", "loss_type", "beta", "num_generations", "lora_target_modules", "gradient_checkpointing",
-            "per_device_train_batch_size", "vllm_gpu_memory_utilization"} <= kept
+    assert {"lr", "loss_type", "beta", "lora_target_modules", "gradient_checkpointing",
+            "vllm_gpu_memory_utilization"} <= kept
     assert ("bf16" in kept) == cpu_has_native_bf16()
     assert all(getattr(dry, name) == getattr(p, name) for name in kept)
-    assert dry.per_device_train_batch_size == dry.num_generations and dry.gradient_accumulation_steps == 1
+    assert dry.per_device_train_batch_size == dry.num_generations == 2 and dry.gradient_accumulation_steps == 1
 
 
 def test_without_native_bf16_the_dry_run_computes_in_fp32(tmp_path, monkeypatch):
@@ -144,6 +145,7 @@ def test_dry_run_cli_trains_checkpoints_and_resumes(tmp_path):
     assert "vLLM is off on CPU" in text
     assert "settings reduced to run on CPU" in text and "settings kept as the full run has them" in text
     for line in ("max_completion_length: 768 -> 16", "gradient_accumulation_steps: 4 -> 1", "max_steps: -1 -> 1",
+                 "num_generations: 8 -> 2",
                  "use_vllm: True -> False", "model: 'Qwen/Qwen2.5-Coder-1.5B-Instruct' -> "):
         assert line in text
     assert "changed since the first start" in text and "dry run passed" in text
@@ -154,7 +156,7 @@ def test_dry_run_cli_trains_checkpoints_and_resumes(tmp_path):
     for step in (1, 2):
         state = json.loads((run / f"checkpoint-{step}" / "trainer_state.json").read_text())
         assert state["global_step"] == step
-        assert len(pd.read_parquet(run / "completions" / f"step_{step:06d}.parquet")) == 8
+        assert len(pd.read_parquet(run / "completions" / f"step_{step:06d}.parquet")) == 2
     assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]
     starts = [json.loads(line) for line in (run / "params_history.jsonl").read_text().splitlines()]
     assert [(s["max_steps"], s["resume"], s["derived"]["resumed_from"]) for s in starts] == [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 
 import pytest
@@ -12,6 +13,9 @@ from rust_rewards.rewards.feedback import NO_CODE_MESSAGE, approx_tokens, feedba
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import diagnostics
 from rust_rewards.verify.bench import DEFAULT_CORPUS, load_corpus
+from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.sandbox import RUN_LIMITS
+from rust_rewards.verify.verifier import Verifier
 
 CORPUS = dict(load_corpus(DEFAULT_CORPUS))
 SECRET = "SECRET_EXPECTATION"
@@ -139,11 +143,16 @@ def test_doctests() -> None:
 
 
 @pytest.mark.slow
-def test_a_test_that_never_ends_is_reported_as_a_timeout(verifier) -> None:
+def test_a_test_that_never_ends_is_reported_as_a_timeout() -> None:
     code = ("pub fn spin(n: u64) -> u64 {\n    let mut i = n;\n    while i > 0 {\n        i = i.wrapping_add(2);\n"
             "    }\n    i\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn spins() {\n"
             "        assert_eq!(spin(1), 0);\n    }\n}\n")
-    report = verifier.verify(f"```rust\n{code}```")
+    quick = dataclasses.replace(RUN_LIMITS, wall_seconds=2, cpu_seconds=2)  # the message, not the limit, is tested
+    verifier = Verifier(VerifierConfig(run_limits=quick), workers=1)
+    try:
+        report = verifier.verify(f"```rust\n{code}```")
+    finally:
+        verifier.close()
     assert report.build_ok and report.own_tests.timed_out
     message = feedback_message(report)
     assert "your tests (they did not finish in time)" in message

@@ -148,13 +148,15 @@ def test_validation_names_the_flag(tmp_path):
 
 def tiny_run(out: Path, tiny_dir: Path, **extra):
     params = params_from_mapping({"preset": "tiny", "output-dir": str(out), "model": str(tiny_dir),
-                                  "max-steps": 4, "save-steps": 4, **extra})
+                                  "max-steps": 4, "save-steps": 4, "num-generations": 4,
+                                  "per-device-train-batch-size": 8, **extra})
     return run_training(params, progress=None)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, tiny_model_dir):
-    """The same tiny 4-step run (same seed) with held-out evaluation every 2 steps and without any."""
+    """The same tiny 4-step run (same seed, 8 completions a step) with held-out evaluation every 2 steps and without
+    any."""
     root = tmp_path_factory.mktemp("train_eval")
     tiny_run(root / "with", tiny_model_dir, eval_tasks=str(BUNDLED), eval_every=2, eval_limit=3, eval_n=1)
     tiny_run(root / "without", tiny_model_dir)

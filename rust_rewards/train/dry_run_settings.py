@@ -29,6 +29,8 @@ TASKS = 4
 """Task prompts the dry run trains on (one prompt group per step)."""
 COMPLETION_TOKENS = 16
 """Completion length: generation on CPU costs one forward pass per token."""
+GROUP = 2
+"""Completions per prompt (the smallest group with an advantage): a CPU step costs in proportion to them."""
 TOKENIZER_VOCAB = 4096
 """Tokens of the locally trained tokenizer; the model keeps the real vocabulary (151,936 rows)."""
 PLAN_PROMPT_TOKENS = 512
@@ -74,7 +76,10 @@ def reduce_params(full: P, model_dir: str | os.PathLike[str],
         "resume": ("no", "fresh for step 1, then yes (from checkpoint-1) for step 2"),
         "max_completion_length": (min(p.max_completion_length, COMPLETION_TOKENS),
                                   "CPU generation costs one forward pass per token"),
-        "per_device_train_batch_size": (p.num_generations, "one prompt group (num_generations completions) per pass"),
+        "num_generations": (min(p.num_generations, GROUP), "a CPU step costs in proportion to its completions; the "
+                                                           "full GRPOConfig above checks the real group and batch"),
+        "per_device_train_batch_size": (min(p.num_generations, GROUP),
+                                        "one prompt group (num_generations completions) per pass"),
         "gradient_accumulation_steps": (1, "one prompt group per optimizer step"),
         "save_steps": (1, "a checkpoint every step, so the resume is real"),
         "use_cpu": (True, "no GPU"),
