@@ -1,8 +1,6 @@
 """Preference pairs ranked by real cargo reports (``rust_rewards.data.dpo_pairs``) and ``train.py --stage dpo``."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from conftest import ROOT
@@ -193,27 +191,26 @@ def test_dpo_stage_trains_writes_an_adapter_and_resumes(rows, tasks, tmp_path, t
 
 
 @pytest.mark.slow
-def test_dpo_adapter_evaluates_beside_a_grpo_adapter(rows, tasks, tmp_path, tiny_model_dir):
-    """inference.py with each stage's adapter, then one eval.py over both: one summary per model, same tasks."""
+def test_dpo_adapter_evaluates_beside_a_grpo_adapter(rows, tasks, tmp_path, tiny_model_dir, script_run):
+    """Inference with each stage's adapter (DPO's here, GRPO's the shared script run's), then one eval over both:
+    one summary per model, same tasks."""
+    from rust_rewards.eval.inference import InferenceParams, run_inference
+    from rust_rewards.eval.scoring import EvalParams, run_eval
     from rust_rewards.train.config import params_from_mapping
     from rust_rewards.train.loop import run_training
 
     pairs = write_pairs(build_pairs(rows, tasks), tmp_path / "pairs.jsonl")
-    common = {"preset": "tiny", "model": str(tiny_model_dir), "data": str(BUNDLED), "max-steps": 1,
-              "per-device-train-batch-size": 2, "gradient-accumulation-steps": 1, "num-generations": 2}
-    run_training(params_from_mapping({**common, "stage": "dpo", "dpo-pairs": str(pairs),
-                                      "output-dir": str(tmp_path / "dpo")}))
-    run_training(params_from_mapping({**common, "stage": "grpo", "output-dir": str(tmp_path / "grpo")}))
+    run_training(params_from_mapping({"preset": "tiny", "model": str(tiny_model_dir), "data": str(BUNDLED),
+                                      "max-steps": 1, "per-device-train-batch-size": 2,
+                                      "gradient-accumulation-steps": 1, "num-generations": 2, "stage": "dpo",
+                                      "dpo-pairs": str(pairs), "output-dir": str(tmp_path / "dpo")}))
     predictions = []
-    for stage in ("dpo", "grpo"):
+    for stage, adapter in (("dpo", tmp_path / "dpo" / "adapter"), ("grpo", script_run.out / "adapter")):
         out = tmp_path / f"pred_{stage}.parquet"
-        subprocess.run([sys.executable, str(ROOT / "inference.py"), "--model", str(tiny_model_dir), "--adapter",
-                        str(tmp_path / stage / "adapter"), "--tasks", str(BUNDLED), "--limit", "2", "--n", "2",
-                        "--max-new-tokens", "24", "--backend", "hf", "--name", stage, "--out", str(out)],
-                       cwd=tmp_path, check=True, capture_output=True, timeout=600)
-        predictions += ["--predictions", str(out)]
-    subprocess.run([sys.executable, str(ROOT / "eval.py"), "--tasks", str(BUNDLED), *predictions, "--out",
-                    str(tmp_path / "eval"), "--k", "1"], cwd=tmp_path, check=True, capture_output=True, timeout=600)
+        run_inference(InferenceParams(model=str(tiny_model_dir), adapter=str(adapter), tasks=str(BUNDLED), limit=2,
+                                      n=2, max_new_tokens=24, backend="hf", name=stage, out=str(out)))
+        predictions.append(str(out))
+    run_eval(EvalParams(tasks=str(BUNDLED), predictions=predictions, out=str(tmp_path / "eval"), k=[1]))
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert set(summary) == {"dpo", "grpo"}
     assert all(summary[m]["n"] == 4 and summary[m]["n_tasks"] == 2 for m in summary)

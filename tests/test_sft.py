@@ -63,51 +63,32 @@ def lora_b(adapter: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.timeout(900)
-def test_sft_then_grpo_from_its_adapter(tmp_path, tiny_model_dir):
+def test_sft_resumes_changes_the_answers_and_grpo_continues_its_adapter(tmp_path, tiny_model_dir):
+    """10 SFT steps on the bundled reference answers, in two starts (5, then resumed to 10): the loss falls and
+    what the model writes changes (the tiny model learns their longer layout, which it cannot finish within 128
+    tokens; see README); GRPO then starts from the SFT adapter."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rust_rewards.data.importers import load_tasks
+    from rust_rewards.prompts import chat_messages
+
     common = {"preset": "tiny", "model": str(tiny_model_dir), "data": str(BUNDLED), "max-completion-length": 512}
     sft_out = tmp_path / "sft"
-    first = run_training(params_from_mapping({**common, "stage": "sft", "max-steps": 2, "save-steps": 2,
-                                              "lr": 1e-2, "output-dir": str(sft_out)}), progress=None)
-    resumed = run_training(params_from_mapping({**common, "stage": "sft", "max-steps": 3, "save-steps": 2,
-                                                "lr": 1e-2, "output-dir": str(sft_out)}), progress=None)
-    assert (first.global_step, resumed.global_step, resumed.resumed_from) == (2, 3, str(sft_out / "checkpoint-2"))
+    sft = {**common, "stage": "sft", "save-steps": 5, "lr": 1e-2, "logging-steps": 1, "output-dir": str(sft_out)}
+    first = run_training(params_from_mapping({**sft, "max-steps": 5}), progress=None)
+    resumed = run_training(params_from_mapping({**sft, "max-steps": 10}), progress=None)
+    assert (first.global_step, resumed.global_step, resumed.resumed_from) == (5, 10, str(sft_out / "checkpoint-5"))
     metrics = [json.loads(line) for line in (sft_out / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [1, 2, 3] and all(m["loss"] > 0 and "reward" not in m for m in metrics)
+    assert [m["step"] for m in metrics] == list(range(1, 11))
+    assert all(m["loss"] > 0 and "reward" not in m for m in metrics)
+    losses = [m["loss"] for m in metrics]
+    assert sum(losses[5:]) < 0.85 * sum(losses[:5]), losses
     params = json.loads((sft_out / "params.json").read_text())
     assert params["stage"] == "sft" and params["derived"]["sft"]["rows"] > 0
     assert params["derived"]["sft"]["tests_not_unit"] > 0
     sft_b = lora_b(sft_out / "adapter")
     assert all(v.abs().sum() > 0 for v in sft_b.values())
 
-    grpo_out = tmp_path / "grpo"
-    grpo = run_training(params_from_mapping({**common, "max-completion-length": 128, "max-steps": 2,
-                                             "num-generations": 4, "per-device-train-batch-size": 8,
-                                             "init-adapter": str(sft_out / "adapter"),
-                                             "output-dir": str(grpo_out)}), progress=None)
-    assert grpo.global_step == 2 and (grpo_out / "completions" / "step_000002.parquet").is_file()
-    grpo_b = lora_b(grpo_out / "adapter")
-    assert grpo_b.keys() == sft_b.keys()
-    moved = sum((grpo_b[k] - sft_b[k]).norm() for k in sft_b)
-    assert moved < 0.5 * sum(v.norm() for v in sft_b.values())  # continued the SFT adapter, not a fresh (zero) B
-    assert json.loads((grpo_out / "params.json").read_text())["init_adapter"] == str(sft_out / "adapter")
-
-
-@pytest.mark.timeout(900)
-def test_sft_moves_the_answer_format_of_the_tiny_model(tmp_path, tiny_model_dir):
-    """10 SFT steps on the bundled reference answers: the loss falls and what the model writes changes (the tiny
-    model learns their longer layout, which it cannot finish within 128 tokens; see README)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from rust_rewards.data.importers import load_tasks
-    from rust_rewards.prompts import chat_messages
-
-    out = tmp_path / "sft"
-    run_training(params_from_mapping({"preset": "tiny", "model": str(tiny_model_dir), "data": str(BUNDLED),
-                                      "stage": "sft", "max-steps": 10, "lr": 1e-2, "logging-steps": 5,
-                                      "max-completion-length": 512, "save-steps": 10, "output-dir": str(out)}),
-                 progress=None)
-    losses = [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert len(losses) == 2 and losses[1] < 0.85 * losses[0]
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     prompts = [t.prompt for t in load_tasks(BUNDLED)[:6]]
 
@@ -129,7 +110,19 @@ def test_sft_moves_the_answer_format_of_the_tiny_model(tmp_path, tiny_model_dir)
 
     # the same seed, the same prompts: what the model writes changed (the share of answers with code alone can stay
     # at 1.0 on some CPUs, so the texts are compared)
-    before, after = answers(None), answers(out / "adapter")
+    before, after = answers(None), answers(sft_out / "adapter")
     changed = sum(a != b for a, b in zip(before, after, strict=True)) / len(before)
     assert changed >= 0.5, changed
     assert sum(bool(extract_rust(t)) for t in after) > 0
+
+    grpo_out = tmp_path / "grpo"
+    grpo = run_training(params_from_mapping({**common, "max-completion-length": 128, "max-steps": 2,
+                                             "num-generations": 4, "per-device-train-batch-size": 8,
+                                             "init-adapter": str(sft_out / "adapter"),
+                                             "output-dir": str(grpo_out)}), progress=None)
+    assert grpo.global_step == 2 and (grpo_out / "completions" / "step_000002.parquet").is_file()
+    grpo_b = lora_b(grpo_out / "adapter")
+    assert grpo_b.keys() == sft_b.keys()
+    moved = sum((grpo_b[k] - sft_b[k]).norm() for k in sft_b)
+    assert moved < 0.5 * sum(v.norm() for v in sft_b.values())  # continued the SFT adapter, not a fresh (zero) B
+    assert json.loads((grpo_out / "params.json").read_text())["init_adapter"] == str(sft_out / "adapter")
