@@ -1,4 +1,5 @@
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -35,16 +36,27 @@ class ScriptRun:
 @pytest.fixture(scope="session")
 def script_run(tmp_path_factory, tiny_model_dir) -> ScriptRun:
     """One real two-step GRPO run of the tiny preset through ``train.py`` as a script, wandb offline, shared by the
-    tests that only read such a run (the command line's own test, the dashboard in the browser)."""
-    root = tmp_path_factory.mktemp("script-run")
-    out = root / "out"
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true"}
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "tiny", "--max-steps", "2",
-                           "--output-dir", str(out), "--model", str(tiny_model_dir), "--wandb"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        pytest.fail(f"train.py failed with {proc.returncode}:\n{(proc.stdout + proc.stderr)[-4000:]}")
-    return ScriptRun(out, root, proc.stdout)
+    tests that only read such a run (the command line's own test, the dashboard in the browser, DPO beside GRPO).
+    Under pytest-xdist the first worker to ask trains it, under a file lock, and the others read it."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's folder, above each worker's own
+    root = shared / "script-run"
+    with FileLock(str(shared / "script-run.lock")):
+        printed = root / "stdout.txt"
+        if not printed.is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true"}
+            proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "tiny", "--max-steps", "2",
+                                   "--output-dir", str(root / "out"), "--model", str(tiny_model_dir), "--wandb"],
+                                  cwd=root, env=env, capture_output=True, text=True, timeout=900)
+            if proc.returncode != 0:
+                pytest.fail(f"train.py failed with {proc.returncode}:\n{(proc.stdout + proc.stderr)[-4000:]}")
+            printed.write_text(proc.stdout)
+    return ScriptRun(root / "out", root, printed.read_text())
 
 
 @pytest.fixture(scope="module")

@@ -217,11 +217,14 @@ def test_every_notebook_shows_its_form_within_seconds(chromium: Path, notebook: 
 
 def _record_first_paint(notebook: str, seconds: float) -> None:
     """Keep the measured times in ``screenshots/first_paint.json`` (README quotes them)."""
+    from filelock import FileLock
+
     record = SCREENSHOTS / "first_paint.json"
     SCREENSHOTS.mkdir(exist_ok=True)
-    times = json.loads(record.read_text()) if record.is_file() else {}
-    times[notebook] = round(seconds, 1)
-    record.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
+    with FileLock(str(record) + ".lock"):  # pytest-xdist workers may finish two notebooks at once
+        times = json.loads(record.read_text()) if record.is_file() else {}
+        times[notebook] = round(seconds, 1)
+        record.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
 
 
 @pytest.mark.timeout(900)
