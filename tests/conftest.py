@@ -69,8 +69,17 @@ def verifier():
     v.close()
 
 
+LONGEST_FIRST = ("test_feedback_tool.py", "test_sft.py", "test_browser.py", "test_ray_verifier.py", "test_dry_run.py",
+                 "test_tiny_model.py", "test_eval.py", "test_distributed.py", "test_batch_verify.py")
+"""Files whose tests take longest (``--durations`` of a whole run), started first so that the two pytest-xdist
+workers do not end with one long file running alone; only the order changes."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Browser tests start servers and a headless chromium: they count as slow (``pytest -m "not slow"``)."""
+    """Browser tests start servers and a headless chromium: they count as slow (``pytest -m "not slow"``).
+    The files in ``LONGEST_FIRST`` run first, in that order; the others keep theirs."""
     for item in items:
         if item.get_closest_marker("browser") is not None:
             item.add_marker(pytest.mark.slow)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
