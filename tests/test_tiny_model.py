@@ -126,13 +126,17 @@ def test_cache_reuses_and_rebuilds(tiny, tmp_path):
 
 
 def test_build_is_deterministic_and_leaves_torch_state(tmp_path):
+    threads = torch.get_num_threads()
     torch.set_num_threads(2)
-    rng_state = torch.get_rng_state()
-    first = build_tiny_model(tmp_path / "a", **SMALL, warm_start=QUICK, tasks_path=None)
-    second = build_tiny_model(tmp_path / "b", **SMALL, warm_start=QUICK, tasks_path=None)
-    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
-    assert torch.get_num_threads() == 2
-    assert torch.equal(torch.get_rng_state(), rng_state)
+    try:
+        rng_state = torch.get_rng_state()
+        first = build_tiny_model(tmp_path / "a", **SMALL, warm_start=QUICK, tasks_path=None)
+        second = build_tiny_model(tmp_path / "b", **SMALL, warm_start=QUICK, tasks_path=None)
+        assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+        assert torch.get_num_threads() == 2
+        assert torch.equal(torch.get_rng_state(), rng_state)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_warm_start_pairs():
