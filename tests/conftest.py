@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rust_rewards.cpus import usable_cpus
 from rust_rewards.workspace import ENV
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,7 +19,7 @@ WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 launches) take their share and sleep while they wait; spinning ones made two parallel trainings slower than one after
 the other (the feedback-turns and SFT tests: 176 s side by side, 113 s with these settings, 106 s in sequence)."""
 if WORKERS > 1:
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // WORKERS)))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, usable_cpus() // WORKERS)))
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
