@@ -27,6 +27,7 @@ import pandas as pd
 
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.cpus import keep_freed_memory
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, sample_ids
 from rust_rewards.models.gguf import resolve_model
 from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
@@ -35,6 +36,8 @@ from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
 BACKENDS = ("hf", "vllm")
+DEFAULT_BATCH_SIZE = 64
+"""Sequences the hf backend decodes together (``benchmarks/generation.py``)."""
 
 RUN_COLUMNS = ("model", "base_model", "adapter", "backend", "answer_format", "temperature", "top_p",
                "max_new_tokens", "greedy", "seed")
@@ -138,7 +141,9 @@ def decode_generation(tokenizer: Any, ids: Sequence[int], eos_ids: set[int], max
 
 
 class HFGenerator:
-    """transformers ``generate`` with left padding, batched; optional PEFT LoRA adapter (merged or not).
+    """transformers on a model in memory, by one of ``rust_rewards.eval.decoding``'s engines (default ``grouped``:
+    the samples of a prompt share its prefill, finished sequences leave the batch); optional PEFT LoRA adapter
+    (merged or not).
 
     Sampling matches TRL's GRPO defaults (no top-k, repetition penalty 1.0), whatever the model's own
     generation config says.
@@ -154,9 +159,10 @@ class HFGenerator:
         adapter: str | None = None,
         *,
         merge: bool = False,
-        batch_size: int = 8,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         device: str | None = None,
         seed: int = 0,
+        engine: str = DEFAULT_ENGINE,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -178,6 +184,7 @@ class HFGenerator:
                 net = net.merge_and_unload()
         self.model = net.to(self.device).eval()
         self.batch_size = batch_size
+        self.engine = engine
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None} or {self.tokenizer.eos_token_id}
         torch.manual_seed(seed)
@@ -185,37 +192,21 @@ class HFGenerator:
     def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str:
         return render_chat(self.tokenizer, task_prompt, self.system, repairs)
 
+    def generation_config(self, params: SamplingParams) -> Any:
+        """``params`` as a transformers ``GenerationConfig`` (TRL's sampling: no top-k, no repetition penalty)."""
+        from transformers import GenerationConfig
+
+        sampling = ({"do_sample": False} if params.greedy
+                    else {"do_sample": True, "temperature": params.temperature, "top_p": params.top_p, "top_k": 0})
+        return GenerationConfig(max_new_tokens=params.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
+                                eos_token_id=sorted(self.eos_ids), repetition_penalty=1.0, **sampling)
+
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
-        """One completion per prompt; prompts are sorted by length inside to reduce padding."""
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        results: dict[int, Generation] = {}
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            for i, gen in zip(idx, self._batch([prompts[i] for i in idx], params), strict=True):
-                results[i] = gen
-        return [results[i] for i in range(len(prompts))]
-
-    def _batch(self, prompts: list[str], params: SamplingParams) -> list[Generation]:
-        import torch
-
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        sampling = (
-            {"do_sample": False}
-            if params.greedy
-            else {"do_sample": True, "temperature": params.temperature, "top_p": params.top_p, "top_k": 0}
-        )
-        sampling["repetition_penalty"] = 1.0
-        with torch.inference_mode():
-            out = self.model.generate(
-                **enc,
-                max_new_tokens=params.max_new_tokens,
-                pad_token_id=self.tokenizer.pad_token_id,
-                eos_token_id=sorted(self.eos_ids),
-                **sampling,
-            )
-        new = out[:, enc["input_ids"].shape[1] :].tolist()
-        return [decode_generation(self.tokenizer, ids, self.eos_ids, params.max_new_tokens) for ids in new]
+        """One completion per prompt, in order."""
+        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        new = sample_ids(self.model, ids, self.generation_config(params), engine=self.engine,
+                         batch_size=self.batch_size)
+        return [decode_generation(self.tokenizer, row, self.eos_ids, params.max_new_tokens) for row in new]
 
 
 class VLLMGenerator:
@@ -266,8 +257,9 @@ def vllm_available() -> bool:
 
 
 def make_generator(
-    backend: str, model: str, adapter: str | None = None, *, merge: bool = False, batch_size: int = 8,
-    seed: int = 0, answer_format: str = "solution+tests",
+    backend: str, model: str, adapter: str | None = None, *, merge: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE, seed: int = 0, answer_format: str = "solution+tests",
+    engine: str = DEFAULT_ENGINE,
 ) -> Generator:
     """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package and a GPU), prompting for
     ``answer_format``. A ``.gguf`` ``model`` is read from its converted local folder (``rust_rewards.models.gguf``)."""
@@ -275,7 +267,7 @@ def make_generator(
     model = resolve_model(model)
     generator: Generator
     if backend == "hf":
-        generator = HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed)
+        generator = HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed, engine=engine)
     elif backend == "vllm":
         if not vllm_available():
             raise RuntimeError("backend 'vllm' requested but the vllm package is not installed")

@@ -12,8 +12,10 @@ import pandas as pd
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES
 from rust_rewards.eval.generation import (
     BACKENDS,
+    DEFAULT_BATCH_SIZE,
     SamplingParams,
     check_compatible,
     display_name,
@@ -65,10 +67,14 @@ class InferenceParams:
                                 "truncated)", group="Sampling", bounds=(1, None))
     greedy: bool = param(False, help="greedy decoding: deterministic, needs n = 1", group="Sampling")
     seed: int = param(0, help="random seed of the sampler", group="Sampling", advanced=True)
-    batch_size: int = param(8, help="prompts per generate call (hf backend)", group="Backend", advanced=True,
-                            bounds=(1, None))
-    chunk_size: int = param(32, help="completions per chunk written to disk (at most what an interrupted run loses)",
-                            group="Backend", advanced=True, bounds=(1, None))
+    engine: str = param(DEFAULT_ENGINE, help="how the hf backend decodes: `grouped` (a task's samples share its "
+                        "prompt's prefill, finished answers leave the batch), `padded` (one generate call per batch) "
+                        "or `continuous` (transformers' continuous batching; slow on CPU)", group="Backend",
+                        advanced=True, choices=ENGINES)
+    batch_size: int = param(DEFAULT_BATCH_SIZE, help="sequences decoded together (hf backend)", group="Backend",
+                            advanced=True, bounds=(1, None))
+    chunk_size: int = param(64, help="completions per chunk written to disk (at most what an interrupted run loses; "
+                            "a chunk is one generation call)", group="Backend", advanced=True, bounds=(1, None))
     backend: str = param("auto", help="generation engine: auto takes vLLM when installed with a GPU and no merge, "
                          "else hf (transformers)", group="Backend", choices=BACKEND_CHOICES)
     repair_rounds: int = param(0, help="follow-up turns with compiler and test feedback for answers failing build, "
@@ -129,7 +135,8 @@ def run_inference(
                       adapter=params.adapter or None, backend=backend, answer_format=params.answer_format)
     check_compatible(read_done(params.out_path()), run, params.out_path())
     generator = make_generator(backend, params.model, params.adapter or None, merge=params.merge,
-                               batch_size=params.batch_size, seed=params.seed, answer_format=params.answer_format)
+                               batch_size=params.batch_size, seed=params.seed, answer_format=params.answer_format,
+                               engine=params.engine)
     rows = generate_predictions(
         tasks, generator, sampling, params.out_path(),
         model=params.model_name(), base_model=params.model, adapter=params.adapter or None,

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES
 from rust_rewards.layout import ADAPTER_DIRS, MODEL_DIRS, TASK_FILES
 from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
@@ -156,6 +157,15 @@ class TrainParams:
                                choices=SCALE_REWARDS)
     mask_truncated_completions: bool = param(True, help="leave completions cut at the length limit out of the loss "
                                              "(they also earn no reward)", group="GRPO", advanced=True)
+    generation_engine: str = param(DEFAULT_ENGINE, help="how rollouts, the pass-rate filter and held-out evaluation "
+                                   "generate without vLLM: `grouped` (a prompt's samples share its prefill, finished "
+                                   "answers leave the batch), `padded` (TRL's own `generate` call) or `continuous` "
+                                   "(transformers' continuous batching; slow on CPU)", group="GRPO", advanced=True,
+                                   choices=ENGINES)
+    steps_per_generation: int = param(0, help="optimizer steps served by one generation of rollouts (0: TRL's "
+                                      "default, the accumulation steps); > 1 generates several steps' completions "
+                                      "in one batch, then trains on them in turn (slightly off-policy)",
+                                      group="GRPO", advanced=True, bounds=(0, 64))
     pass_rate_k: int = param(0, help="before GRPO, sample the starting policy K times per training task and keep "
                              "the tasks whose K rewards are not all equal (0: train on every task)",
                              group="GRPO", bounds=(0, 64))

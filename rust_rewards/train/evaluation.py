@@ -28,7 +28,15 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.eval.generation import Generation, HFGenerator, SamplingParams, decode_generation, render_chat
+from rust_rewards.eval.decoding import DEFAULT_ENGINE
+from rust_rewards.eval.generation import (
+    DEFAULT_BATCH_SIZE,
+    Generation,
+    HFGenerator,
+    SamplingParams,
+    decode_generation,
+    render_chat,
+)
 from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
 from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
@@ -94,8 +102,10 @@ def eval_mode(model: Any):
 class PolicyGenerator(HFGenerator):
     """``HFGenerator``'s batching and decoding on a model already in memory (the policy being trained)."""
 
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 8) -> None:
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = DEFAULT_BATCH_SIZE,
+                 engine: str = DEFAULT_ENGINE) -> None:
         self.model = model
+        self.engine = engine
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -145,16 +155,17 @@ class RolloutEngineGenerator:
 
 
 def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
-                    batch_size: int = 8, label: str = "policy", engine: Any = None,
-                    answer_format: str = "solution+tests", verifier: Verifier | None = None) -> pd.DataFrame:
+                    batch_size: int = DEFAULT_BATCH_SIZE, label: str = "policy", engine: Any = None,
+                    answer_format: str = "solution+tests", verifier: Verifier | None = None,
+                    generation_engine: str = DEFAULT_ENGINE) -> pd.DataFrame:
     """Sample ``sampling.n`` completions per task with ``model`` (through ``engine``, the rollouts' vLLM engine, when
-    given), prompted for ``answer_format``, and verify them: eval.py's result rows (model, task_id, sample,
-    completion, ``Report.flat()``) plus completion_tokens and truncated. RNG states and the model's mode are restored
-    afterwards."""
+    given, else HF generation by ``generation_engine``), prompted for ``answer_format``, and verify them: eval.py's
+    result rows (model, task_id, sample, completion, ``Report.flat()``) plus completion_tokens and truncated. RNG
+    states and the model's mode are restored afterwards."""
     import torch
 
     generator = (RolloutEngineGenerator(engine, tokenizer) if engine is not None
-                 else PolicyGenerator(model, tokenizer, batch_size))
+                 else PolicyGenerator(model, tokenizer, batch_size, generation_engine))
     generator.system = system_prompt(answer_format)
     work = [(task, sample) for task in tasks for sample in range(sampling.n)]
     with preserved_rng(), eval_mode(model), torch.no_grad():
@@ -178,13 +189,15 @@ class HeldOutEvalCallback(TrainerCallback):
     Runs on the main process only; writes ``OUT/eval/step_<N>.parquet`` and a ``metrics.jsonl`` line of ``eval/*``
     at step N, and logs the same to wandb when a wandb run is active. ``tokenizer`` is a separate copy (its padding
     side is set to left), not the trainer's. ``engine``: the rollouts' vLLM engine (``use_rollout_engine``), else
-    HF generation.
+    HF generation by ``generation_engine`` (``rust_rewards.eval.decoding``).
     """
 
     def __init__(self, out_dir: str | Path, tasks: Sequence[Task], tokenizer: Any, sampling: SamplingParams,
-                 every: int = 0, batch_size: int = 8, use_wandb: bool = False,
-                 answer_format: str = "solution+tests", verifier: Verifier | None = None) -> None:
+                 every: int = 0, batch_size: int = DEFAULT_BATCH_SIZE, use_wandb: bool = False,
+                 answer_format: str = "solution+tests", verifier: Verifier | None = None,
+                 generation_engine: str = DEFAULT_ENGINE) -> None:
         self.out_dir = Path(out_dir)
+        self.generation_engine = generation_engine
         self.verifier = verifier
         self.answer_format = answer_format
         self.tasks = list(tasks)
@@ -223,7 +236,8 @@ class HeldOutEvalCallback(TrainerCallback):
             return None
         began = time.perf_counter()
         results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size,
-                                  engine=self.engine, answer_format=self.answer_format, verifier=self.verifier)
+                                  engine=self.engine, answer_format=self.answer_format, verifier=self.verifier,
+                                  generation_engine=self.generation_engine)
         results.insert(0, "step", state.global_step)
         write_parquet_atomic(results, eval_file(self.out_dir, state.global_step))
         metrics = {**eval_metrics(results), "eval/seconds": time.perf_counter() - began}

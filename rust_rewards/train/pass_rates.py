@@ -65,7 +65,7 @@ def _setup(p: TrainParams) -> dict[str, Any]:
             "seed": p.seed, "data": p.data, "max_tasks": p.max_tasks}
 
 
-def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier, batch_size: int = 32) -> PassRates:
+def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier, batch_size: int = 64) -> PassRates:
     """``p.pass_rate_k`` samples per task from the starting policy (``p.model`` + ``p.init_adapter``), with the
     rollouts' prompt, temperature, top-p and length, verified by ``verifier``; read back from the run folder when
     it already holds them for the same setup."""
@@ -77,7 +77,7 @@ def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier,
             return PassRates(saved["k"], saved["passed"], saved["totals"], saved["setup"], saved.get("seconds", 0.0))
     began = time.monotonic()
     generator = make_generator("hf", p.model, p.init_adapter or None, batch_size=batch_size, seed=p.seed,
-                               answer_format=p.answer_format)
+                               answer_format=p.answer_format, engine=p.generation_engine)
     sampling = SamplingParams(n=p.pass_rate_k, temperature=p.temperature, top_p=p.top_p,
                               max_new_tokens=p.max_completion_length, seed=p.seed)
     work = [task for task in tasks for _ in range(p.pass_rate_k)]

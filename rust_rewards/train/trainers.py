@@ -90,7 +90,8 @@ def eval_callbacks(p: TrainParams, verifier: Verifier) -> list[Any]:
                               max_new_tokens=p.eval_max_new_tokens or p.max_completion_length)
     tokenizer = AutoTokenizer.from_pretrained(p.model, padding_side="left")
     return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb,
-                                answer_format=p.answer_format, verifier=verifier)]
+                                answer_format=p.answer_format, verifier=verifier,
+                                generation_engine=p.generation_engine)]
 
 
 def with_our_callbacks_first(trainer: Any) -> Any:
@@ -154,15 +155,15 @@ def build_grpo_trainer(
     guard: InfraGuard | None = None,
     verifier: Verifier | None = None,
 ) -> Any:
-    """The ``GRPOTrainer`` for resolved params, with our reward timing and log callbacks.
+    """The ``GRPOTrainer`` for resolved params (rollouts by ``p.generation_engine``), with our reward timing and log
+    callbacks.
 
     Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` and the ``verify/*``
     counts reach wandb too; ``guard`` (default: from the params) stops training on internal errors.
     """
-    from trl import GRPOTrainer
-
     from rust_rewards.rewards.cargo_tool import cargo_check_tool
     from rust_rewards.train.callbacks import RunLogCallback
+    from rust_rewards.train.rollouts import EngineGRPOTrainer
 
     verifier = verifier or get_verifier()
     funcs, weights = select_rewards(p, verifier)
@@ -171,7 +172,7 @@ def build_grpo_trainer(
     log = RunLogCallback(p.output_dir, recorder, weights, task_reports(verifier), p.completions_every, guard,
                          feedback=p.feedback_turns > 0,
                          tests_asked=asks_for_tests(p.answer_format), verifier=verifier)
-    trainer = GRPOTrainer(
+    trainer = EngineGRPOTrainer(
         model=trainer_model(p),
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
@@ -179,6 +180,7 @@ def build_grpo_trainer(
         peft_config=None if p.init_adapter else lora_config(p),
         callbacks=run_callbacks(p, log, progress) + eval_callbacks(p, verifier),
         tools=[cargo_check_tool(verifier)] if p.feedback_turns else None,
+        generation_engine=p.generation_engine,
     )
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     end_ids = (*trainer.eos_token_ids, tokenizer.pad_token_id)

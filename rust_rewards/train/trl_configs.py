@@ -73,6 +73,8 @@ def grpo_config(params: TrainParams, weights: Sequence[float]) -> Any:
         reward_weights=list(weights),
         log_completions=False,
         **({"max_tool_calling_iterations": p.feedback_turns} if p.feedback_turns else {}),
+        **({"steps_per_generation": p.steps_per_generation} if p.steps_per_generation else {}),
+        use_transformers_continuous_batching=not p.use_vllm and p.generation_engine == "continuous",
         **vllm_kwargs(p),
     )
 

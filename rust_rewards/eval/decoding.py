@@ -1,0 +1,187 @@
+"""Sample completions for token-id prompts with a model in memory, by one of three engines (one call, any prompts).
+
+- ``grouped`` (default): transformers ``generate`` over a ``DynamicCache``, arranged so the hardware does less work:
+  prompts sorted by length and packed into batches of at most ``batch_size`` sequences; the samples of one prompt
+  (a GRPO group, ``--n`` samples) share one prefill of the prompt (the cache rows are repeated, ``Cache.
+  batch_select_indices``); decoding runs in segments of ``segment`` tokens, and after each segment the sequences
+  that ended leave the batch and the cache. Same tokens as ``padded`` under greedy decoding.
+- ``padded``: one ``generate`` call per batch of ``batch_size`` left-padded prompts, every sequence decoded until the
+  batch's longest ends (what the project did before; TRL's own non-vLLM rollout path).
+- ``continuous``: transformers' continuous batching (``generate_batch``: paged KV cache, finished requests leave,
+  samples of one prompt forked after its prefill); fast on CUDA, slow on CPU, where its attention runs over the
+  whole packed batch (``benchmarks/generation.py``).
+
+Every engine returns, per prompt, the new token ids (an end-of-sequence token, when one was sampled, and possibly
+padding after it). Sampling settings come from a ``GenerationConfig``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+ENGINES = ("grouped", "padded", "continuous")
+DEFAULT_ENGINE = "grouped"
+DEFAULT_SEGMENT = 16
+"""Tokens decoded between two removals of finished sequences (``benchmarks/generation.py`` measured 8-32)."""
+
+
+def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, engine: str = DEFAULT_ENGINE,
+               batch_size: int = 64, segment: int = DEFAULT_SEGMENT) -> list[list[int]]:
+    """New token ids for each of ``prompts`` (lists of ids, unpadded), sampled by ``engine`` with ``config`` (a
+    ``GenerationConfig`` holding ``max_new_tokens``, ``pad_token_id``, ``eos_token_id`` and the sampling
+    settings); ``batch_size``: sequences decoded together (``grouped``, ``padded``)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown generation engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if not prompts:
+        return []
+    if engine == "continuous":
+        return _continuous(model, prompts, config)
+    if engine == "padded" or min(len(p) for p in prompts) < 2:
+        return _padded(model, prompts, config, batch_size)
+    return _grouped(model, prompts, config, batch_size, segment)
+
+
+def end_ids(config: Any) -> list[int]:
+    """The end-of-sequence ids of a ``GenerationConfig``."""
+    eos = config.eos_token_id
+    return sorted({int(e) for e in (eos if isinstance(eos, list) else [eos]) if e is not None})
+
+
+def _left_padded(prompts: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, prompt in enumerate(prompts):
+        if prompt:
+            ids[row, width - len(prompt):] = torch.tensor(list(prompt), dtype=torch.long)
+            mask[row, width - len(prompt):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _padded(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_size: int) -> list[list[int]]:
+    import torch
+
+    device = next(model.parameters()).device
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    out: list[list[int]] = [[] for _ in prompts]
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        ids, mask = _left_padded([prompts[i] for i in rows], config.pad_token_id, device)
+        with torch.no_grad():
+            seq = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        for i, new in zip(rows, seq[:, ids.shape[1]:].tolist(), strict=True):
+            out[i] = new
+    return out
+
+
+def _batches(prompts: Sequence[Sequence[int]], batch_size: int) -> list[list[tuple[tuple[int, ...], list[int]]]]:
+    """Batches of (prompt, indices of its samples), shortest prompts first, at most ``batch_size`` samples each; a
+    prompt with more samples than that is split over batches."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        groups.setdefault(tuple(prompt), []).append(i)
+    pieces = [(prompt, owners[s : s + batch_size]) for prompt in sorted(groups, key=len)
+              for owners in [groups[prompt]] for s in range(0, len(owners), batch_size)]
+    batches: list[list[tuple[tuple[int, ...], list[int]]]] = []
+    size = batch_size
+    for piece in pieces:
+        if size + len(piece[1]) > batch_size:
+            batches.append([])
+            size = 0
+        batches[-1].append(piece)
+        size += len(piece[1])
+    return batches
+
+
+def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_size: int,
+             segment: int) -> list[list[int]]:
+    import torch
+    from transformers import DynamicCache, GenerationConfig
+
+    device = next(model.parameters()).device
+    config = copy.deepcopy(config)
+    config.cache_implementation = None
+    config.return_dict_in_generate = True
+    limit = config.max_new_tokens
+    prefill = GenerationConfig(max_new_tokens=1, do_sample=False, pad_token_id=config.pad_token_id,
+                               eos_token_id=config.eos_token_id)
+    stops = torch.tensor(end_ids(config), dtype=torch.long, device=device)
+    out: list[list[int]] = [[] for _ in prompts]
+    for batch in _batches(prompts, batch_size):
+        ids, mask = _left_padded([prompt for prompt, _ in batch], config.pad_token_id, device)
+        cache = DynamicCache()
+        with torch.no_grad():
+            # every prompt but its last token once: generate then feeds that token per sample
+            model.generate(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], past_key_values=cache,
+                           generation_config=prefill)
+            rows = torch.tensor([r for r, (_, owners) in enumerate(batch) for _ in owners], device=device)
+            cache.batch_select_indices(rows)
+            ids, mask = ids[rows], mask[rows]
+            owners = [i for _, group in batch for i in group]
+            start, produced = ids.shape[1], 0
+            while owners:
+                step = config.max_new_tokens = min(segment, limit - produced)
+                seq = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache,
+                                     generation_config=config).sequences
+                new = seq[:, ids.shape[1]:]
+                produced += new.shape[1]
+                ended = torch.isin(new, stops).any(dim=1) | (produced >= limit) | (new.shape[1] < step)
+                for row in torch.nonzero(ended).flatten().tolist():
+                    out[owners[row]] = seq[row, start:].tolist()
+                keep = torch.nonzero(~ended).flatten()
+                owners = [owners[row] for row in keep.tolist()]
+                ids, mask = seq, torch.cat([mask, torch.ones_like(new)], dim=1)
+                if owners and len(keep) < len(ended):
+                    cache.batch_select_indices(keep)
+                    ids, mask = ids[keep], mask[keep]
+    return out
+
+
+def continuous_config(model: Any, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Any:
+    """transformers' ``ContinuousBatchingConfig`` for this workload: sized by transformers from free memory on an
+    accelerator; on the CPU (where it would take most of the RAM, slowly zeroed) a paged cache just big enough for
+    every request at once."""
+    from transformers.generation import ContinuousBatchingConfig
+
+    device = next(model.parameters()).device
+    if device.type != "cpu":
+        return ContinuousBatchingConfig()
+    page = 256
+    blocks = sum(math.ceil((len(p) + max_new_tokens) / page) for p in prompts) + 1
+    return ContinuousBatchingConfig(page_size=page, num_blocks=blocks, max_batch_tokens=512)
+
+
+def _continuous(model: Any, prompts: Sequence[Sequence[int]], config: Any) -> list[list[int]]:
+    import torch
+
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        groups.setdefault(tuple(prompt), []).append(i)
+    # one request per distinct prompt and sample count; its samples are forked after one prefill
+    by_count: dict[int, list[tuple[int, ...]]] = {}
+    for prompt, owners in groups.items():
+        by_count.setdefault(len(owners), []).append(prompt)
+    out: list[list[int]] = [[] for _ in prompts]
+    for count, distinct in by_count.items():
+        config = copy.deepcopy(config)
+        config.num_return_sequences = count
+        with torch.inference_mode(False), torch.no_grad():  # the paged cache is written in place
+            results = model.generate_batch([list(p) for p in distinct], generation_config=config,
+                                           continuous_batching_config=continuous_config(
+                                               model, distinct, config.max_new_tokens),
+                                           progress_bar=False)
+        outputs = list(results.values())
+        failed = [r.request_id for r in outputs if r.error is not None]
+        if failed or len(outputs) != count * len(distinct):
+            raise RuntimeError(f"continuous batching returned {len(outputs)} of {count * len(distinct)} "
+                               f"completions{f', failed: {failed[:3]}' if failed else ''}")
+        samples = iter(outputs)  # in request order, each request's samples together
+        for prompt in distinct:
+            for i in groups[prompt]:
+                out[i] = list(next(samples).generated_tokens)
+    return out
