@@ -1,17 +1,17 @@
 """Generation throughput of every path side by side, on the same prompts, in one run.
 
     .venv/bin/python benchmarks/generation.py [--models tiny,smollm2-135m] [--prompts 8] [--n 8] [--tokens 128]
-        [--repeats 1] [--out outputs/bench-generation.json]
+        [--repeats 1] [--adapter ADAPTER] [--out outputs/bench-generation.json]
 
 The workload: the first ``--prompts`` prompts of the easy tier's training split (``benchmarks/learning.py``'s seeded
 split), each sampled ``--n`` times (a GRPO group; ``inference.py --n``), at most ``--tokens`` new tokens, at the
 temperature of the model's preset (tiny 1.0, smollm2-cpu 0.7), solution-only prompts. Paths, each through
 ``rust_rewards.eval.generation.HFGenerator`` on one loaded model (``rust_rewards.eval.decoding``'s engines):
 
-- ``padded, batch 8``: the baseline, what ``inference.py`` did before (one ``generate`` per 8 left-padded prompts);
-- ``padded, batch 64``: the same with the new batch size (also TRL's own non-vLLM rollout path);
-- ``padded + static cache, batch 64``: transformers' ``cache_implementation="static"`` (TRL's ``cache_implementation``);
-- ``grouped, batch 64``: the default (shared prefill per prompt, finished sequences leave the batch);
+- ``padded-8``: the baseline, what ``inference.py`` did before (one ``generate`` per 8 left-padded prompts);
+- ``padded-64``: the same with the new batch size (also TRL's own non-vLLM rollout path);
+- ``static-64``: transformers' ``cache_implementation="static"`` (TRL's ``cache_implementation``);
+- ``grouped-64``: the default (shared prefill per prompt, finished sequences leave the batch);
 - ``continuous``: transformers' continuous batching (``generate_batch``; TRL's
   ``use_transformers_continuous_batching``);
 - ``vllm``: when vLLM is installed and a GPU is present.
@@ -45,13 +45,13 @@ from rust_rewards.eval.generation import SamplingParams, make_generator, vllm_av
 from rust_rewards.train.config import preset_params  # noqa: E402
 
 PATHS = {  # name: (engine, batch size, cache implementation)
-    "padded, batch 8": ("padded", 8, None),
-    "padded, batch 64": ("padded", 64, None),
-    "padded + static cache, batch 64": ("padded", 64, "static"),
-    "grouped, batch 64": ("grouped", 64, None),
+    "padded-8": ("padded", 8, None),
+    "padded-64": ("padded", 64, None),
+    "static-64": ("padded", 64, "static"),
+    "grouped-64": ("grouped", 64, None),
     "continuous": ("continuous", 64, None),
 }
-BASELINE = "padded, batch 8"
+BASELINE = "padded-8"
 PRESET_OF = {"tiny": "tiny", "smollm2-135m": "smollm2-cpu"}
 
 
@@ -134,15 +134,17 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
     preset = preset_params(PRESET_OF.get(name, "real"))
     tasks = [row for row in split(EASY_TASKS, args.seed)["train"]][: args.prompts]
     params = SamplingParams(n=args.n, temperature=preset.temperature, top_p=1.0, max_new_tokens=args.tokens)
-    generator = make_generator("hf", model_path(name), answer_format="solution", seed=args.seed)
+    generator = make_generator("hf", model_path(name), args.adapter or None, answer_format="solution",
+                               seed=args.seed)
     prompts = [generator.render(row["prompt"]) for row in tasks for _ in range(args.n)]
-    paths = list(PATHS)
+    paths = [p for p in PATHS if p == BASELINE or p in args.paths.split(",")]
     vllm = None
     if vllm_available() and _cuda():
-        vllm = make_generator("vllm", model_path(name), answer_format="solution", seed=args.seed)
+        vllm = make_generator("vllm", model_path(name), args.adapter or None, answer_format="solution",
+                              seed=args.seed)
         paths.append("vllm")
     runs: dict[str, list[dict]] = {p: [] for p in paths}
-    run_path(generator, "grouped, batch 64", prompts[: args.n], params)  # warm-up: allocator, kernels
+    run_path(generator, "grouped-64", prompts[: args.n], params)  # warm-up: allocator, kernels
     for repeat in range(args.repeats):
         for path in paths if repeat % 2 == 0 else paths[::-1]:
             runs[path].append(run_path(vllm if path == "vllm" else generator, path, prompts, params))
@@ -182,19 +184,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="tiny,smollm2-135m", help="comma-separated: tiny, smollm2-135m, or a "
                         "model folder / hub name")
+    parser.add_argument("--adapter", default="", help="a LoRA adapter on every model (e.g. an SFT run's adapter/: "
+                        "a policy whose answers end before the limit)")
     parser.add_argument("--prompts", type=int, default=8, help="distinct prompts")
     parser.add_argument("--n", type=int, default=8, help="samples per prompt")
     parser.add_argument("--tokens", type=int, default=128, help="most new tokens per completion")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--paths", default=",".join(PATHS), help="comma-separated paths to run (the baseline always "
+                        "runs)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="outputs/bench-generation.json")
     args = parser.parse_args(argv)
     for flag in ("prompts", "n", "tokens", "repeats"):
         if getattr(args, flag) < 1:
             parser.exit(2, f"--{flag} must be >= 1, got {getattr(args, flag)}\n")
+    unknown = set(args.paths.split(",")) - set(PATHS)
+    if unknown:
+        parser.exit(2, f"--paths: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PATHS)}\n")
+    if args.adapter and not (Path(args.adapter) / "adapter_config.json").is_file():
+        parser.exit(2, f"--adapter {args.adapter}: no adapter_config.json there\n")
     rows = [row for name in args.models.split(",") if name for row in bench_model(name.strip(), args)]
     print(f"{hardware()}; {args.prompts} prompts x {args.n} samples, at most {args.tokens} new tokens, "
-          f"median of {args.repeats}")
+          f"median of {args.repeats}{f', adapter {args.adapter}' if args.adapter else ''}")
     print("| model | path | s | completions/s | new tokens/s | mean length | x baseline | GPU util | peak GiB |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -3,14 +3,14 @@ own tools.
 
     .venv/bin/python benchmarks/learning.py [--preset tiny|smollm2-cpu] [--task-file FILE] [--sft-steps 0]
         [--steps 100] [--dpo-steps 0] [--eval-n 8] [--tasks 0] [--splits train,held-out] [--max-new-tokens 128]
-        [--answer-format solution] [--external FILE --external-tasks 40 --external-n 2] [--batch-size 32]
+        [--answer-format solution] [--external FILE --external-tasks 40 --external-n 2] [--batch-size 64]
         [--skip-base] [--out outputs/learning]
 
 1. Split the task file (default: the bundled tasks for `tiny`, the easy tier for `smollm2-cpu`) into a training
    split and a held-out split by a hash of seed and task id; the tiny preset builds (or reuses) its warm-started
    model first.
 2. Sample ``--eval-n`` completions per task with ``inference.py`` (the training temperature, fixed seed, the
-   preset's answer format, ``--batch-size`` prompts per generate call) on ``--tasks`` tasks (0: all) of each split
+   preset's answer format, ``--batch-size`` sequences decoded together) on ``--tasks`` tasks (0: all) of each split
    in ``--splits``, and on the first ``--external-tasks`` tasks of ``--external`` (an external evaluation-only set
    such as HumanEval-Rust, ``--external-n`` samples each), and score them with ``eval.py``: the ``base`` model
    (``--skip-base``: not evaluated; the first stage is compared with nothing).
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                         "../shared/benchmarks/multiple_humaneval_rs.jsonl), reported as its own row")
     parser.add_argument("--external-tasks", type=int, default=40, help="its first N tasks (0: all)")
     parser.add_argument("--external-n", type=int, default=2, help="samples per external task")
-    parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call in evaluation")
+    parser.add_argument("--batch-size", type=int, default=64, help="sequences decoded together in evaluation")
     parser.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-new-tokens", type=int, default=128, help="sampling and GRPO completion length")

@@ -340,7 +340,7 @@ def generate_predictions(
     model: str,
     base_model: str,
     adapter: str | None = None,
-    chunk_size: int = 32,
+    chunk_size: int = 64,
     progress: Callable[[int, int], None] | None = None,
     repair_rounds: int = 0,
     feedback_tokens: int = DEFAULT_MAX_TOKENS,

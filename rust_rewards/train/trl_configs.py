@@ -64,6 +64,7 @@ def grpo_config(params: TrainParams, weights: Sequence[float]) -> Any:
         loss_type=p.loss_type,
         scale_rewards=p.scale_rewards,
         mask_truncated_completions=p.mask_truncated_completions,
+        disable_dropout=p.disable_dropout,
         num_generations=p.num_generations,
         max_completion_length=p.max_completion_length,
         temperature=p.temperature,
