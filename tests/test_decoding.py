@@ -12,7 +12,7 @@ from transformers import GenerationConfig
 from trl import GRPOTrainer
 
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.decoding import _batches, sample_ids
+from rust_rewards.eval.decoding import _batches, continuous_config, sample_ids
 from rust_rewards.eval.generation import HFGenerator, SamplingParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.params import fill_params
@@ -92,6 +92,14 @@ def test_batches_pack_groups_and_split_big_ones():
     assert sorted(i for b in batches for _, owners in b for i in owners) == list(range(8))
 
 
+def test_continuous_cache_on_cpu_holds_every_request_and_no_more(generator):
+    """On the CPU the paged cache is sized for the requests (transformers would size it from free memory)."""
+    config = continuous_config(generator.model, [[1] * 300, [2] * 10], 128)
+    page = getattr(config, "page_size", None) or config.block_size
+    assert config.num_blocks * page >= 300 + 128 + 10 + 128
+    assert config.num_blocks <= 4
+
+
 def test_unknown_engine_is_refused(generator):
     with pytest.raises(ValueError, match="unknown generation engine 'fast'"):
         sample_ids(generator.model, [[1, 2]], GenerationConfig(max_new_tokens=2), engine="fast")
@@ -120,11 +128,11 @@ def test_grpo_rollouts_equal_trls_own_path_under_greedy(tiny_model_dir, tmp_path
 
 
 def test_engine_and_steps_per_generation_reach_trls_config():
-    p = resolve_params(params_from_mapping({"preset": "smollm2-cpu", "steps-per-generation": 4}))
+    p = resolve_params(params_from_mapping({"preset": "tiny", "steps-per-generation": 4}))
     cfg = grpo_config(dataclasses.replace(p, use_cpu=True), [1.0] * len(REWARD_FUNCS))
     assert (cfg.steps_per_generation, cfg.generation_batch_size) == (4, 64)
     assert not cfg.use_transformers_continuous_batching and cfg.disable_dropout
-    p = resolve_params(params_from_mapping({"preset": "smollm2-cpu", "generation-engine": "continuous"}))
+    p = resolve_params(params_from_mapping({"preset": "tiny", "generation-engine": "continuous"}))
     cfg = grpo_config(dataclasses.replace(p, use_cpu=True), [1.0] * len(REWARD_FUNCS))
     assert cfg.use_transformers_continuous_batching and cfg.steps_per_generation == 1
     with pytest.raises(ValueError, match="--generation-engine"):

@@ -151,9 +151,11 @@ def continuous_config(model: Any, prompts: Sequence[Sequence[int]], max_new_toke
     device = next(model.parameters()).device
     if device.type != "cpu":
         return ContinuousBatchingConfig()
-    page = 256
+    # tokens per cache block: `page_size` in transformers 5.23 (constraints.txt), `block_size` in 5.17 (the gpu extra)
+    default = ContinuousBatchingConfig()
+    page = getattr(default, "page_size", None) or default.block_size
     blocks = sum(math.ceil((len(p) + max_new_tokens) / page) for p in prompts) + 1
-    return ContinuousBatchingConfig(page_size=page, num_blocks=blocks, max_batch_tokens=512)
+    return ContinuousBatchingConfig(num_blocks=blocks, max_batch_tokens=512)
 
 
 def _continuous(model: Any, prompts: Sequence[Sequence[int]], config: Any) -> list[list[int]]:
