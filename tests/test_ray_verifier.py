@@ -54,7 +54,38 @@ def free_port() -> int:
 
 
 RAY_CLI = shutil.which("ray", path=str(Path(os.sys.executable).parent))
-NO_AUTH = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+
+
+@pytest.fixture(scope="module")
+def ray_home(tmp_path_factory) -> Path:
+    """A home of the module's own for Ray's files (``~/.ray/auth_token``): what an earlier Ray run on this machine
+    left in the real home changes nothing here."""
+    return tmp_path_factory.mktemp("ray-home")
+
+
+def ray_env(home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without Ray auth settings, with ``home`` as HOME (Rust's toolchain still found
+    where it is), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update(HOME=str(home), CARGO_HOME=os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
+               RUSTUP_HOME=os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")), **extra)
+    return env
+
+
+PROBE = ("from rust_rewards.verify.ray import connect, RayUnreachable\n"
+         "import ray\n"
+         "try:\n"
+         "    connect({address!r})\n"
+         "    print('CPUS', ray.cluster_resources().get('CPU'))\n"
+         "except RayUnreachable as err:\n"
+         "    print('ERR', err)\n")
+
+
+def probe(address: str, env: dict[str, str]) -> str:
+    """What a fresh process joining ``address`` with ``env`` prints: ``CPUS n`` or ``ERR <the one-line error>``."""
+    done = subprocess.run([os.sys.executable, "-c", PROBE.format(address=address)], capture_output=True, text=True,
+                          timeout=180, env=env, cwd=ROOT)
+    return done.stdout + done.stderr[-2000:]
 
 
 def start_head(port: int, env: dict[str, str]) -> None:
@@ -67,11 +98,11 @@ def start_head(port: int, env: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A 2-CPU Ray head node started as README says (no auth settings), joined by this process; its address."""
+def cluster(ray_home):
+    """A 2-CPU Ray head node started as README says (no auth), joined by this process; its address."""
     port = free_port()
     address = f"127.0.0.1:{port}"
-    start_head(port, NO_AUTH)
+    start_head(port, ray_env(ray_home, RAY_AUTH_MODE="disabled"))
     try:
         connect(address)
         yield address
@@ -192,27 +223,41 @@ def _stop_head(port: int) -> None:
                 pass
 
 
-def test_a_token_auth_cluster_needs_its_mode_and_token_and_says_so():
+def test_a_local_run_then_the_readme_cluster_then_a_token_cluster(ray_home):
+    """The user's sequence: ``--ray-address local`` leaves no token behind; the README's no-auth head is joined
+    afterwards; a token-auth head refuses a client without its token, or with another, in one line naming the auth
+    modes, and accepts one with it."""
+    local = subprocess.run([os.sys.executable, "-c", "from rust_rewards.verify.ray import connect\n"
+                            "import ray\nconnect('local', num_cpus=1)\nprint('CPUS', ray.cluster_resources()['CPU'])"],
+                           capture_output=True, text=True, timeout=180, env=ray_env(ray_home), cwd=ROOT)
+    assert "CPUS 1.0" in local.stdout, local.stdout + local.stderr[-2000:]
+    assert not (ray_home / ".ray" / "auth_token").exists()
+    (ray_home / ".ray").mkdir()
+    (ray_home / ".ray" / "auth_token").write_text("0" * 32)  # what a local run of Ray 2.60 left before this fix
+
     port = free_port()
-    token = os.urandom(16).hex()
-    start_head(port, {**NO_AUTH, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
-    probe = ("from rust_rewards.verify.ray import connect, RayUnreachable\n"
-             "import ray\n"
-             "try:\n"
-             f"    connect('127.0.0.1:{port}')\n"
-             "    print('CPUS', ray.cluster_resources().get('CPU'))\n"
-             "except RayUnreachable as err:\n"
-             "    print('ERR', err)\n")
+    start_head(port, ray_env(ray_home, RAY_AUTH_MODE="disabled"))
     try:
-        without = subprocess.run([os.sys.executable, "-c", probe], capture_output=True, text=True, timeout=180,
-                                 env=NO_AUTH, cwd=ROOT)
-        with_token = subprocess.run([os.sys.executable, "-c", probe], capture_output=True, text=True, timeout=180,
-                                    env={**NO_AUTH, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}, cwd=ROOT)
+        assert "CPUS 2.0" in probe(f"127.0.0.1:{port}", ray_env(ray_home))
     finally:
         _stop_head(port)
-    assert f"ERR --ray-address 127.0.0.1:{port}" in without.stdout, without.stdout + without.stderr[-2000:]
-    assert "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN" in without.stdout
-    assert "CPUS 2.0" in with_token.stdout, with_token.stdout + with_token.stderr[-2000:]
+
+    port, token = free_port(), os.urandom(16).hex()
+    start_head(port, ray_env(ray_home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token))
+    try:
+        without = probe(f"127.0.0.1:{port}", ray_env(ray_home))
+        wrong = probe(f"127.0.0.1:{port}", ray_env(ray_home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 32))
+        right = probe(f"127.0.0.1:{port}", ray_env(ray_home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token))
+    finally:
+        _stop_head(port)
+    line = next((text for text in without.splitlines() if text.startswith("ERR")), without)
+    assert line.startswith(f"ERR --ray-address 127.0.0.1:{port}: authentication refused (InvalidAuthToken): the "
+                           "cluster has token auth (RAY_AUTH_MODE=token); this process connects with "
+                           "RAY_AUTH_MODE=disabled, no token"), without
+    assert line.endswith("export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or copy ~/.ray/auth_token) before starting")
+    assert "the cluster has token auth with another token; this process connects with RAY_AUTH_MODE=token, its " \
+           "token from the RAY_AUTH_TOKEN variable" in wrong, wrong
+    assert "CPUS 2.0" in right, right
 
 
 def test_eval_and_process_data_verify_on_the_cluster(cluster):

@@ -33,10 +33,39 @@ from rust_rewards.verify.executors import Item, LocalExecutor, failed_report
 
 AUTH_HINT = ("a cluster started with RAY_AUTH_MODE=token needs the same mode and its token here: "
              "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or copy ~/.ray/auth_token) before starting")
-HINT = ("start one with `ray start --head` on the head node and `ray start --address HEAD:6379` on the others, "
-        "then pass --ray-address auto (on a cluster node) or --ray-address HEAD:6379")
+HINT = ("start one with `RAY_AUTH_MODE=disabled ray start --head` on the head node and "
+        "`ray start --address HEAD:6379` on the others, then pass --ray-address auto (on a cluster node) or "
+        "--ray-address HEAD:6379")
 LOCAL = "local"
 """``--ray-address local``: start a Ray instance on this machine (to try the backend, and for benchmarks)."""
+AUTH_MODE, AUTH_TOKEN, AUTH_TOKEN_PATH = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
+
+
+def set_auth_mode() -> None:
+    """Say which authentication this process means, so that nothing under ``~/.ray`` decides it.
+
+    Left to itself, Ray 2.60 writes ``~/.ray/auth_token`` when it starts a local instance and from then on switches
+    every connection (and every ``ray start``) to token auth because that file exists: a cluster started as README
+    says could no longer be joined. Unless ``RAY_AUTH_MODE`` is set, this process runs without auth: ``local``
+    starts an instance without auth (no file written; it lives as long as this process) and a cluster is joined
+    without auth, as README's ``RAY_AUTH_MODE=disabled ray start --head`` starts it. A token-auth cluster needs
+    ``RAY_AUTH_MODE=token`` and its token (``AUTH_HINT``).
+    """
+    os.environ.setdefault(AUTH_MODE, "disabled")
+
+
+def auth_setting() -> str:
+    """This process's authentication, as an error message names it: its mode and where a token comes from."""
+    mode = os.environ.get(AUTH_MODE, "").lower() or "unset"
+    if mode != "token":
+        return f"this process connects with {AUTH_MODE}={mode}, no token"
+    if os.environ.get(AUTH_TOKEN):
+        source = f"the {AUTH_TOKEN} variable"
+    elif os.environ.get(AUTH_TOKEN_PATH):
+        source = os.environ[AUTH_TOKEN_PATH]
+    else:
+        source = "~/.ray/auth_token"
+    return f"this process connects with {AUTH_MODE}=token, its token from {source}"
 
 
 class RayUnreachable(ConnectionError):
@@ -64,15 +93,38 @@ def connect(address: str, timeout: float = 5.0, num_cpus: int | None = None) -> 
             raise RayUnreachable(f"--ray-address {address}: no Ray cluster answers there ({err}); {HINT}") from None
     if ray.is_initialized():
         return
+    set_auth_mode()
     try:
         if address == LOCAL:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+            # address="local": a new instance, never one that `ray start` left running on this machine
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         else:
             ray.init(address=address, log_to_driver=False)
-    except ConnectionError as err:
+    except (ConnectionError, ray.exceptions.AuthenticationError) as err:
+        refusal = auth_refusal(err)
+        if refusal:
+            raise RayUnreachable(f"--ray-address {address}: {refusal}; {AUTH_HINT}") from None
         raise RayUnreachable(f"--ray-address {address}: {err}; {HINT}; {AUTH_HINT}") from None
-    except ray.exceptions.AuthenticationError as err:
-        raise RayUnreachable(f"--ray-address {address}: {str(err).split('. ')[0]}; {AUTH_HINT}") from None
+
+
+def auth_refusal(err: BaseException) -> str:
+    """One clause when ``err`` (or what caused it: Ray wraps the refusal twice) is the cluster refusing this
+    process's authentication: the mode the cluster must then have and this process's setting; else ""."""
+    seen: BaseException | None = err
+    while seen is not None and "InvalidAuthToken" not in str(seen) and not _is_auth_error(seen):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return ""
+    sent_token = os.environ.get(AUTH_MODE, "").lower() == "token"
+    cluster = ("the cluster has token auth with another token" if sent_token
+               else "the cluster has token auth (RAY_AUTH_MODE=token)")
+    return f"authentication refused (InvalidAuthToken): {cluster}; {auth_setting()}"
+
+
+def _is_auth_error(err: BaseException) -> bool:
+    import ray
+
+    return isinstance(err, ray.exceptions.AuthenticationError)
 
 
 _WORKER_CLASS: Any = None
