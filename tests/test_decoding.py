@@ -135,5 +135,6 @@ def test_engine_and_steps_per_generation_reach_trls_config():
     p = resolve_params(params_from_mapping({"preset": "tiny", "generation-engine": "continuous"}))
     cfg = grpo_config(dataclasses.replace(p, use_cpu=True), [1.0] * len(REWARD_FUNCS))
     assert cfg.use_transformers_continuous_batching and cfg.steps_per_generation == 1
+    assert cfg.transformers_continuous_batching_config == {"num_blocks": 16 * 5, "max_batch_tokens": 512}
     with pytest.raises(ValueError, match="--generation-engine"):
         params_from_mapping({"generation-engine": "fast"})
