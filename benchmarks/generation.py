@@ -26,6 +26,7 @@ from these ratios, never from a timed test.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -105,7 +106,7 @@ def run_path(generator, name: str, prompts: list[str], params: SamplingParams) -
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     torch.manual_seed(0)
-    with GpuSampler() if cuda else _nothing() as gpu:
+    with GpuSampler() if cuda else contextlib.nullcontext() as gpu:
         began = time.perf_counter()
         gens = generator.generate(prompts, params)
         if cuda:
@@ -120,14 +121,6 @@ def run_path(generator, name: str, prompts: list[str], params: SamplingParams) -
 def _with_cache(config, cache: str | None):
     config.cache_implementation = cache
     return config
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def bench_model(name: str, args: argparse.Namespace) -> list[dict]:

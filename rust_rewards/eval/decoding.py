@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 ENGINES = ("grouped", "padded", "continuous")
 DEFAULT_ENGINE = "grouped"
 DEFAULT_SEGMENT = 16
 """Tokens decoded between two removals of finished sequences (``benchmarks/generation.py`` measured 8-32)."""
+CPU_MAX_BATCH_TOKENS = 512
+"""Tokens one continuous-batching forward takes on the CPU."""
 
 
 def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, engine: str = DEFAULT_ENGINE,
@@ -48,6 +50,19 @@ def end_ids(config: Any) -> list[int]:
     """The end-of-sequence ids of a ``GenerationConfig``."""
     eos = config.eos_token_id
     return sorted({int(e) for e in (eos if isinstance(eos, list) else [eos]) if e is not None})
+
+
+def end_index(ids: Sequence[int], stops: set[int]) -> int | None:
+    """Where the first end-of-sequence token of ``ids`` is (None: the sequence did not end)."""
+    return next((j for j, t in enumerate(ids) if t in stops), None)
+
+
+def _groups(prompts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
+    """Each distinct prompt with the indices of its samples, in first-seen order."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        groups.setdefault(tuple(prompt), []).append(i)
+    return groups
 
 
 def _left_padded(prompts: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:
@@ -82,9 +97,7 @@ def _padded(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_siz
 def _batches(prompts: Sequence[Sequence[int]], batch_size: int) -> list[list[tuple[tuple[int, ...], list[int]]]]:
     """Batches of (prompt, indices of its samples), shortest prompts first, at most ``batch_size`` samples each; a
     prompt with more samples than that is split over batches."""
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, prompt in enumerate(prompts):
-        groups.setdefault(tuple(prompt), []).append(i)
+    groups = _groups(prompts)
     pieces = [(prompt, owners[s : s + batch_size]) for prompt in sorted(groups, key=len)
               for owners in [groups[prompt]] for s in range(0, len(owners), batch_size)]
     batches: list[list[tuple[tuple[int, ...], list[int]]]] = []
@@ -151,19 +164,24 @@ def continuous_config(model: Any, prompts: Sequence[Sequence[int]], max_new_toke
     device = next(model.parameters()).device
     if device.type != "cpu":
         return ContinuousBatchingConfig()
-    # tokens per cache block: `page_size` in transformers 5.23 (constraints.txt), `block_size` in 5.17 (the gpu extra)
+    blocks = paged_cache_blocks(len(p) + max_new_tokens for p in prompts) + 1
+    return ContinuousBatchingConfig(num_blocks=blocks, max_batch_tokens=CPU_MAX_BATCH_TOKENS)
+
+
+def paged_cache_blocks(lengths: Iterable[int]) -> int:
+    """Blocks of transformers' paged KV cache that hold sequences of ``lengths`` tokens, each in its own blocks."""
+    from transformers.generation import ContinuousBatchingConfig
+
+    # tokens per block: `page_size` in transformers 5.23 (constraints.txt), `block_size` in 5.17 (the gpu extra)
     default = ContinuousBatchingConfig()
     page = getattr(default, "page_size", None) or default.block_size
-    blocks = sum(math.ceil((len(p) + max_new_tokens) / page) for p in prompts) + 1
-    return ContinuousBatchingConfig(num_blocks=blocks, max_batch_tokens=512)
+    return sum(math.ceil(length / page) for length in lengths)
 
 
 def _continuous(model: Any, prompts: Sequence[Sequence[int]], config: Any) -> list[list[int]]:
     import torch
 
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, prompt in enumerate(prompts):
-        groups.setdefault(tuple(prompt), []).append(i)
+    groups = _groups(prompts)
     # one request per distinct prompt and sample count; its samples are forked after one prefill
     by_count: dict[int, list[tuple[int, ...]]] = {}
     for prompt, owners in groups.items():

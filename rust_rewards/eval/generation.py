@@ -27,7 +27,7 @@ import pandas as pd
 
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.cpus import keep_freed_memory
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, sample_ids
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, sample_ids
 from rust_rewards.models.gguf import resolve_model
 from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
@@ -38,6 +38,8 @@ from rust_rewards.verify.verifier import Verifier, get_verifier
 BACKENDS = ("hf", "vllm")
 DEFAULT_BATCH_SIZE = 64
 """Sequences the hf backend decodes together (``benchmarks/generation.py``)."""
+DEFAULT_CHUNK_SIZE = 64
+"""Completions per generation call and per chunk written to disk (one full batch)."""
 
 RUN_COLUMNS = ("model", "base_model", "adapter", "backend", "answer_format", "temperature", "top_p",
                "max_new_tokens", "greedy", "seed")
@@ -134,7 +136,7 @@ def decode_generation(tokenizer: Any, ids: Sequence[int], eos_ids: set[int], max
     """One sampled completion from its new token ids: kept up to and including the first end-of-sequence token,
     decoded without special tokens; truncated when it has no end and reached ``max_new_tokens``."""
     ids = list(ids)
-    end = next((j for j, t in enumerate(ids) if t in eos_ids), None)
+    end = end_index(ids, eos_ids)
     kept = ids if end is None else ids[: end + 1]
     return Generation(text=tokenizer.decode(kept, skip_special_tokens=True), tokens=len(kept),
                       truncated=end is None and len(ids) >= max_new_tokens)
@@ -340,7 +342,7 @@ def generate_predictions(
     model: str,
     base_model: str,
     adapter: str | None = None,
-    chunk_size: int = 64,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: Callable[[int, int], None] | None = None,
     repair_rounds: int = 0,
     feedback_tokens: int = DEFAULT_MAX_TOKENS,

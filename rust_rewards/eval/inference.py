@@ -16,6 +16,7 @@ from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES
 from rust_rewards.eval.generation import (
     BACKENDS,
     DEFAULT_BATCH_SIZE,
+    DEFAULT_CHUNK_SIZE,
     SamplingParams,
     check_compatible,
     display_name,
@@ -73,8 +74,9 @@ class InferenceParams:
                         advanced=True, choices=ENGINES)
     batch_size: int = param(DEFAULT_BATCH_SIZE, help="sequences decoded together (hf backend)", group="Backend",
                             advanced=True, bounds=(1, None))
-    chunk_size: int = param(64, help="completions per chunk written to disk (at most what an interrupted run loses; "
-                            "a chunk is one generation call)", group="Backend", advanced=True, bounds=(1, None))
+    chunk_size: int = param(DEFAULT_CHUNK_SIZE, help="completions per chunk written to disk (at most what an "
+                            "interrupted run loses; a chunk is one generation call)", group="Backend", advanced=True,
+                            bounds=(1, None))
     backend: str = param("auto", help="generation engine: auto takes vLLM when installed with a GPU and no merge, "
                          "else hf (transformers)", group="Backend", choices=BACKEND_CHOICES)
     repair_rounds: int = param(0, help="follow-up turns with compiler and test feedback for answers failing build, "

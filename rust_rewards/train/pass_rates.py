@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rust_rewards.atomic import write_json_atomic
-from rust_rewards.eval.generation import SamplingParams, make_generator
+from rust_rewards.eval.generation import DEFAULT_BATCH_SIZE, SamplingParams, make_generator
 from rust_rewards.layout import PASS_RATES_FILE
 from rust_rewards.rewards import rewards_from_report, weighted_total
 from rust_rewards.rewards.recipes import resolve_weights
@@ -65,7 +65,8 @@ def _setup(p: TrainParams) -> dict[str, Any]:
             "seed": p.seed, "data": p.data, "max_tasks": p.max_tasks}
 
 
-def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier, batch_size: int = 64) -> PassRates:
+def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier,
+                      batch_size: int = DEFAULT_BATCH_SIZE) -> PassRates:
     """``p.pass_rate_k`` samples per task from the starting policy (``p.model`` + ``p.init_adapter``), with the
     rollouts' prompt, temperature, top-p and length, verified by ``verifier``; read back from the run folder when
     it already holds them for the same setup."""

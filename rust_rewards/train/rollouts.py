@@ -11,7 +11,7 @@ from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_ids, sample_ids
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, sample_ids
 
 
 class EngineGRPOTrainer(GRPOTrainer):
@@ -40,12 +40,6 @@ class EngineGRPOTrainer(GRPOTrainer):
             self._dist.summon_full_params(self.model_wrapped, recurse=False),
         ):
             new = sample_ids(unwrapped_model, prompt_ids, self.generation_config, engine=self.generation_engine,
-                             batch_size=max(1, len(prompt_ids)))
-        stops = set(end_ids(self.generation_config)) | set(self.eos_token_ids)
-        return [_through_end(row, stops) for row in new], None
-
-
-def _through_end(ids: list[int], stops: set[int]) -> list[int]:
-    """``ids`` up to and including the first end-of-sequence token (all of them when none)."""
-    end = next((j for j, t in enumerate(ids) if t in stops), None)
-    return ids if end is None else ids[: end + 1]
+                             batch_size=len(prompt_ids))
+        stops = set(self.eos_token_ids)  # the generation config's end tokens
+        return [row if (end := end_index(row, stops)) is None else row[: end + 1] for row in new], None

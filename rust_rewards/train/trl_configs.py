@@ -3,10 +3,10 @@ then ``GRPOConfig`` (with its vLLM fields), ``SFTConfig`` and ``DPOConfig``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from rust_rewards.eval.decoding import CPU_MAX_BATCH_TOKENS, paged_cache_blocks
 from rust_rewards.train.config import TrainParams
 
 
@@ -95,9 +95,10 @@ def continuous_batching_kwargs(params: TrainParams) -> dict[str, Any]:
     if not p.use_cpu:
         return {"use_transformers_continuous_batching": True}
     completions = p.per_device_train_batch_size * (p.steps_per_generation or p.gradient_accumulation_steps)
-    blocks = completions * math.ceil((CPU_PROMPT_ROOM + p.max_completion_length) / 256)
+    blocks = paged_cache_blocks([CPU_PROMPT_ROOM + p.max_completion_length] * completions)
     return {"use_transformers_continuous_batching": True,
-            "transformers_continuous_batching_config": {"num_blocks": blocks, "max_batch_tokens": 512}}
+            "transformers_continuous_batching_config": {"num_blocks": blocks,
+                                                        "max_batch_tokens": CPU_MAX_BATCH_TOKENS}}
 
 
 def sft_config(params: TrainParams) -> Any:
