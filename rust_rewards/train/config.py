@@ -166,6 +166,9 @@ class TrainParams:
                                       "default, the accumulation steps); > 1 generates several steps' completions "
                                       "in one batch, then trains on them in turn (slightly off-policy)",
                                       group="GRPO", advanced=True, bounds=(0, 64))
+    share_prompt: bool = param(True, help="GRPO loss: score a group's completions over one forward pass of their "
+                               "shared prompt instead of one per completion (same numbers, less work; off with "
+                               "gradient checkpointing)", group="GRPO", advanced=True)
     pass_rate_k: int = param(0, help="before GRPO, sample the starting policy K times per training task and keep "
                              "the tasks whose K rewards are not all equal (0: train on every task)",
                              group="GRPO", bounds=(0, 64))

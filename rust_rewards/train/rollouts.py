@@ -1,6 +1,7 @@
 """GRPO rollouts through ``rust_rewards.eval.decoding``: TRL's ``GRPOTrainer`` whose transformers generation path
 (no vLLM, no continuous batching, text only) samples with the ``grouped`` or ``padded`` engine instead of one
-padded ``generate`` call. vLLM and transformers' continuous batching stay TRL's own paths."""
+padded ``generate`` call. vLLM and transformers' continuous batching stay TRL's own paths. Its loss scores a
+group's completions over one forward pass of their shared prompt (``rust_rewards.train.shared_prompt``)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,40 @@ from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
 from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, sample_ids
+from rust_rewards.train.shared_prompt import shared_prompt_logps
 
 
 class EngineGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose rollouts without vLLM or continuous batching use ``generation_engine``: with
     ``grouped``, a group's ``num_generations`` samples share one prefill of their prompt and finished answers leave
-    the batch. Completions are cut after their first end-of-sequence token, as TRL's own path cuts them."""
+    the batch. Completions are cut after their first end-of-sequence token, as TRL's own path cuts them.
 
-    def __init__(self, *args: Any, generation_engine: str = DEFAULT_ENGINE, **kwargs: Any) -> None:
+    With ``share_prompt`` (text only, no gradient checkpointing, no MoE auxiliary loss), the log-probabilities
+    of completions whose prompts repeat come from one forward pass per distinct prompt."""
+
+    def __init__(self, *args: Any, generation_engine: str = DEFAULT_ENGINE, share_prompt: bool = True,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.generation_engine = generation_engine
+        self.share_prompt = share_prompt
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **media):
+        if (not self.share_prompt or compute_aux_loss or self.args.gradient_checkpointing
+                or any(value is not None for value in media.values())):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
+                **media)
+        size = batch_size or len(input_ids)
+        parts = []
+        for s in range(0, len(input_ids), size):
+            ids, mask = input_ids[s : s + size], attention_mask[s : s + size]
+            with self.accelerator.autocast():
+                part = shared_prompt_logps(model, ids, mask, logits_to_keep, compute_entropy)
+            parts.append(part or super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep,
+                                                                            compute_entropy=compute_entropy)[:2])
+        entropies = torch.cat([e for _, e in parts]) if compute_entropy else None
+        return torch.cat([lp for lp, _ in parts]), entropies, None
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if (self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields

@@ -181,6 +181,7 @@ def build_grpo_trainer(
         callbacks=run_callbacks(p, log, progress) + eval_callbacks(p, verifier),
         tools=[cargo_check_tool(verifier)] if p.feedback_turns else None,
         generation_engine=p.generation_engine,
+        share_prompt=p.share_prompt,
     )
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     end_ids = (*trainer.eos_token_ids, tokenizer.pad_token_id)
