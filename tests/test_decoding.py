@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 import torch
 from conftest import ROOT
-from transformers import GenerationConfig
+from transformers import DynamicCache, GenerationConfig
 from trl import GRPOTrainer
 
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.decoding import _batches, continuous_config, sample_ids
+from rust_rewards.eval.decoding import _batches, continuous_config, reserved_cache, sample_ids
 from rust_rewards.eval.generation import HFGenerator, SamplingParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.params import fill_params
@@ -83,6 +83,29 @@ def test_finished_sequences_leave_the_batch(generator, prompts):
     distinct = len(set(prompts[:8]))
     assert rows[0] == distinct, "one prefill per distinct prompt"
     assert max(rows[1:]) == 8 and min(rows) < 8 and rows[-1] < 8
+
+
+def test_reserved_cache_holds_what_dynamic_cache_holds_without_copying(generator):
+    """Prefill, a group's rows selected, then decoding: same keys and values as transformers' ``DynamicCache``,
+    written into the room reserved at prefill (no copy per token)."""
+    model = generator.model
+    ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
+    caches = [reserved_cache(4), DynamicCache()]
+    rooms = []
+    with torch.no_grad():
+        for cache in caches:
+            model(input_ids=ids, past_key_values=cache, use_cache=True)
+            cache.batch_select_indices(torch.tensor([0, 0, 1]))
+            for token in (13, 14, 15):
+                model(input_ids=torch.full((3, 1), token), past_key_values=cache, use_cache=True)
+                rooms.append(cache.layers[0].keys.untyped_storage().data_ptr())
+    ours, theirs = caches
+    assert ours.get_seq_length() == theirs.get_seq_length() == 7
+    for mine, reference in zip(ours.layers, theirs.layers, strict=True):
+        torch.testing.assert_close(mine.keys, reference.keys)
+        torch.testing.assert_close(mine.values, reference.values)
+    assert len(set(rooms[:3])) == 1, "one buffer through decoding"
+    assert len(set(rooms[3:])) == 3, "DynamicCache concatenates a new copy per token"
 
 
 def test_batches_pack_groups_and_split_big_ones():

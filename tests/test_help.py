@@ -64,20 +64,42 @@ def test_a_users_mistake_in_viz_is_one_line_and_exit_2(argv, line):
     assert proc.stderr.strip().splitlines()[-1] == line
 
 
-@pytest.mark.parametrize("model, line", [
-    ("./no-such-folder", "train.py: --model ./no-such-folder: no model folder there (expected a folder with "
-                         "config.json, or a Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)"),
-    ("no/such/folder", "train.py: --model no/such/folder: no such folder, and not a Hugging Face hub id (owner/name)"),
-    ("someone/not-cached-model", "train.py: --model someone/not-cached-model: not a folder here, not in the Hugging "
-                                 "Face cache, and the Hub cannot be reached (offline?): pass a local model folder"),
-])
-def test_a_model_that_cannot_load_is_one_line_before_anything_is_written(model, line, tmp_path):
-    proc = subprocess.run([sys.executable, "train.py", "--preset", "smollm2-cpu", "--model", model, "--output-dir",
-                           str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+MODEL_REFUSALS = [
+    ("./no-such-folder", "--model ./no-such-folder: no model folder there (expected a folder with config.json, or a "
+                         "Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)"),
+    ("no/such/folder", "--model no/such/folder: no such folder, and not a Hugging Face hub id (owner/name)"),
+    ("someone/not-cached-model", "--model someone/not-cached-model: not a folder here, not in the Hugging Face "
+                                 "cache, and the Hub cannot be reached (offline?): pass a local model folder"),
+]
+SCRIPT_ARGS = {
+    "train.py": ["--preset", "smollm2-cpu", "--output-dir"],
+    "inference.py": ["--tasks", "qwen3-rust-finetune/easy_tasks.jsonl", "--out"],
+}
+
+
+@pytest.mark.parametrize("script", list(SCRIPT_ARGS))
+@pytest.mark.parametrize("model, line", MODEL_REFUSALS)
+def test_a_model_that_cannot_load_is_one_line_before_anything_is_written(script, model, line, tmp_path):
+    """One check for every script that loads a model (rust_rewards.models.source)."""
+    proc = subprocess.run([sys.executable, script, "--model", model, *SCRIPT_ARGS[script], str(tmp_path / "run")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == line
+    assert proc.stderr.strip().splitlines()[-1] == f"{script}: {line}"
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("script, flag", [("train.py", "--init-adapter"), ("inference.py", "--adapter")])
+def test_an_adapter_that_is_no_adapter_folder_is_one_line(script, flag, tiny_model_dir, tmp_path):
+    for adapter, what in ((tmp_path / "no-such-adapter", "no such folder"),
+                          (tiny_model_dir, "no adapter_config.json there")):
+        proc = subprocess.run([sys.executable, script, "--model", str(tiny_model_dir), flag, str(adapter),
+                               *SCRIPT_ARGS[script], str(tmp_path / "run")], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert proc.stderr.strip().splitlines()[-1] == (
+            f"{script}: {flag} {adapter}: {what} (expected a LoRA adapter folder such as an SFT run's OUT/adapter)")
+        assert not (tmp_path / "run").exists()
 
 
 def test_an_output_dir_that_is_a_file_is_one_line_before_any_model_loads(tmp_path):

@@ -114,7 +114,7 @@ def _batches(prompts: Sequence[Sequence[int]], batch_size: int) -> list[list[tup
 def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_size: int,
              segment: int) -> list[list[int]]:
     import torch
-    from transformers import DynamicCache, GenerationConfig
+    from transformers import GenerationConfig
 
     device = next(model.parameters()).device
     config = copy.deepcopy(config)
@@ -127,7 +127,7 @@ def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_si
     out: list[list[int]] = [[] for _ in prompts]
     for batch in _batches(prompts, batch_size):
         ids, mask = _left_padded([prompt for prompt, _ in batch], config.pad_token_id, device)
-        cache = DynamicCache()
+        cache = reserved_cache(limit)
         with torch.no_grad():
             # every prompt but its last token once: generate then feeds that token per sample
             model.generate(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], past_key_values=cache,
@@ -153,6 +153,52 @@ def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_si
                     cache.batch_select_indices(keep)
                     ids, mask = ids[keep], mask[keep]
     return out
+
+
+def reserved_cache(reserve: int) -> Any:
+    """A ``DynamicCache`` whose layers write new keys and values into room reserved ahead (``reserve`` positions
+    past the prompt) instead of concatenating them onto a copy of the whole cache at every token: the concatenation
+    was 26 % of ``grouped``'s time with SmolLM2 on 2 CPU cores (``benchmarks/generation.py``). Layers hand the
+    model views of their filled part, so the tokens computed are the same."""
+    from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            filled, new = self.get_seq_length(), key_states.shape[-2]
+            if not filled or filled + new > self.room[0].shape[-2]:
+                self.room = tuple(self._reserved(past, filled, filled + new + reserve, key_states)
+                                  for past in (self.keys, self.values))
+            for room, states in zip(self.room, (key_states, value_states), strict=True):
+                room[..., filled : filled + new, :].copy_(states)
+            self.keys, self.values = (room[..., : filled + new, :] for room in self.room)
+            return self.keys, self.values
+
+        @staticmethod
+        def _reserved(past: Any, filled: int, length: int, like: Any) -> Any:
+            room = like.new_empty((*like.shape[:-2], length, like.shape[-1]))
+            if filled:
+                room[..., :filled, :].copy_(past)
+            return room
+
+        def batch_select_indices(self, indices: Any) -> None:
+            if self.get_seq_length() > 0:
+                filled = self.get_seq_length()
+                self.room = tuple(room[indices, ...] for room in self.room)
+                self.keys, self.values = (room[..., :filled, :] for room in self.room)
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self.get_seq_length() > 0:
+                filled = self.get_seq_length()
+                self.room = tuple(room.repeat_interleave(repeats, dim=0) for room in self.room)
+                self.keys, self.values = (room[..., :filled, :] for room in self.room)
+
+    class ReservedCache(DynamicCache):
+        def __init__(self) -> None:
+            Cache.__init__(self, layer_class_to_replicate=ReservedLayer)
+
+    return ReservedCache()
 
 
 def continuous_config(model: Any, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Any:

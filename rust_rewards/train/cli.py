@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rust_rewards.models.source import check_model_source
 from rust_rewards.params import one_line_errors
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
 from rust_rewards.train.pass_rates import NoSignalError
-from rust_rewards.train.resolve import check_load_in_4bit, check_model_source, validate_params
+from rust_rewards.train.resolve import check_load_in_4bit, validate_params
 from rust_rewards.train.run_log import InfrastructureError
 
 

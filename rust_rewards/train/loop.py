@@ -13,6 +13,7 @@ from rust_rewards.cpus import contiguous_lm_head, cpu_share, keep_freed_memory
 from rust_rewards.data.dpo_pairs import read_pairs
 from rust_rewards.data.sft_rows import SFTSet
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
+from rust_rewards.models.source import check_model_source
 from rust_rewards.runs.records import load_params, param_changes
 from rust_rewards.tasks import Task
 from rust_rewards.train.checkpoints import (
@@ -24,7 +25,7 @@ from rust_rewards.train.checkpoints import (
 )
 from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TOOL_WARM_THREADS, TrainParams
 from rust_rewards.train.oxen_upload import upload_to_oxen
-from rust_rewards.train.resolve import check_model_source, resolve_params, select_rewards
+from rust_rewards.train.resolve import resolve_params, select_rewards
 from rust_rewards.train.run_log import InfraGuard, InfrastructureError, format_log_line, record_start
 from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
 from rust_rewards.train.trainers import Progress, build_stage_trainer, load_train_tasks, sft_data

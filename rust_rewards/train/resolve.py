@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rust_rewards.hub import hub_reachable, looks_local
 from rust_rewards.models.gguf import is_gguf, resolve_model
+from rust_rewards.models.source import check_adapter_folder
 from rust_rewards.params import coerce_value, flag_name, info_of
 from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
 from rust_rewards.train.config import RESUME_CHOICES, TOOL_MODEL_SUFFIX, TrainParams, preset_params
@@ -57,9 +57,8 @@ def validate_params(p: TrainParams) -> TrainParams:
         raise ValueError(f"--output-dir {p.output_dir}: {blocking} is a file, not a folder")
     if p.resume not in RESUME_CHOICES and not Path(p.resume).is_dir():
         raise ValueError(f"--resume: expected one of {RESUME_CHOICES} or a checkpoint folder, got {p.resume!r}")
-    if p.init_adapter and not (Path(p.init_adapter) / "adapter_config.json").is_file():
-        raise ValueError(f"--init-adapter {p.init_adapter}: no adapter_config.json there (expected a LoRA adapter "
-                         "folder such as an SFT run's OUT/adapter)")
+    if p.init_adapter:
+        check_adapter_folder(p.init_adapter, "--init-adapter")
     if p.stage == "dpo" and not p.dpo_pairs:
         raise ValueError("--dpo-pairs: `--stage dpo` needs a file of preference pairs (rust_rewards.data.dpo_pairs)")
     if p.stage == "dpo" and not Path(p.dpo_pairs).is_file():
@@ -80,30 +79,6 @@ def validate_params(p: TrainParams) -> TrainParams:
     check_load_in_4bit(p, this_machine=False)
     select_rewards(p)
     return p
-
-
-def check_model_source(model: str) -> None:
-    """``ValueError`` naming ``--model`` when no model can be loaded from it, before anything is written: a path that
-    is no model folder, a hub id neither cached nor reachable (offline, ``from_pretrained`` would spend ~50 s on
-    retries first), or neither."""
-    if is_gguf(model):
-        return
-    found = find_path(model)
-    path = Path(found or model).expanduser()
-    if looks_local(model) or found is not None:
-        if not (path / "config.json").is_file():
-            raise ValueError(f"--model {model}: no model folder there (expected a folder with config.json, or a "
-                             "Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)")
-        return
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        cached = try_to_load_from_cache(model, "config.json")
-    except ValueError as err:  # huggingface_hub's HFValidationError: not shaped like a hub id
-        raise ValueError(f"--model {model}: no such folder, and not a Hugging Face hub id (owner/name)") from err
-    if not isinstance(cached, str) and not hub_reachable():
-        raise ValueError(f"--model {model}: not a folder here, not in the Hugging Face cache, and the Hub cannot be "
-                         "reached (offline?): pass a local model folder")
 
 
 def check_eval_params(p: TrainParams) -> None:

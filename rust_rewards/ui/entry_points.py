@@ -16,6 +16,7 @@ from rust_rewards.eval import inference, scoring
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.eval.scoring import EvalParams
 from rust_rewards.hub import looks_local
+from rust_rewards.models.source import check_adapter_folder, check_model_source
 from rust_rewards.ui.paths import repo_path, require_file, resolve_files
 from rust_rewards.ui.script import ScriptOrForm
 from rust_rewards.workspace import workspace
@@ -43,10 +44,13 @@ def describe_eval(params: EvalParams) -> str:
 def check_inference(params: InferenceParams) -> InferenceParams:
     """``params`` with input paths resolved (the model too when it is a local folder); ``ValueError`` for what the
     run would refuse before loading the model: sampling settings that do not go together (greedy with n > 1), a
-    missing tasks file."""
+    missing tasks file, a model or adapter that cannot load (``rust_rewards.models.source``)."""
     params = dataclasses.replace(resolve_files(params, workspace()), model=repo_path(params.model, workspace()))
     params.sampling()
     require_file("tasks", params.tasks, LOCAL_SUFFIXES)
+    check_model_source(params.model)
+    if params.adapter:
+        check_adapter_folder(params.adapter)
     return params
 
 

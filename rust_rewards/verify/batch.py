@@ -55,6 +55,7 @@ from rust_rewards.verify.harness import (
     DEV,
     Job,
     TestPlan,
+    clippy_base,
     job_report,
     loaded_size,
     primary_file,
@@ -347,9 +348,9 @@ def _first_passes(job: Job, members: list[_Member], layers: tuple[str, ...]
     Returns the reports of the members that do not build (final: the direct path stops there too), every
     pass's result as the direct path would see it (file renamed to ``src/lib.rs``), and the members left to
     the direct path from the start."""
-    name, tc = job.layout.lib_name, job.tc
+    name = job.layout.lib_name
     steps = [sandbox.Step(f"build:{i}", [
-        *rustc_base(job, tc.clippy_driver, m.file), "--crate-type", "lib", "--crate-name", name,
+        *clippy_base(job, m.file), "--crate-type", "lib", "--crate-name", name,
         "--emit=metadata", *DEV, "-o", f"target/{m.module}.rmeta",
     ]) for i, m in enumerate(members)]
     results = job.run_steps("first", steps, limits=job.config.compile_limits)
@@ -409,7 +410,7 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     harness = _group_key(members[0])[2]
     emit = "metadata" if harness else "link"
     build = sandbox.Step("build", [
-        *rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+        *clippy_base(job, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
         f"--emit={emit}", *DEV, "-o", f"target/lib{name}.r{'meta' if harness else 'lib'}",
     ])
     test = sandbox.Step("test_compile", [

@@ -256,6 +256,18 @@ def rustc_base(job: Job, tool: Path, src: str) -> list[str]:
     return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
 
 
+CLIPPY_FORCED = ("clippy::style", "clippy::complexity", "clippy::perf", "clippy::suspicious")
+"""clippy's warn-by-default groups. They are passed with ``--force-warn``, which no lint attribute in the code can
+lower (``allow``, ``expect``, ``cfg_attr``, at item, module or crate level): ``#[allow(clippy::all)]`` does not earn
+the clippy reward. The deny-by-default ``clippy::correctness`` lints stay errors."""
+FORCE_WARN = tuple(arg for group in CLIPPY_FORCED for arg in ("--force-warn", group))
+
+
+def clippy_base(job: Job, src: str) -> list[str]:
+    """``clippy-driver`` on ``src`` as ``rustc_base`` runs it, with ``FORCE_WARN``."""
+    return [*rustc_base(job, job.tc.clippy_driver, src), *FORCE_WARN]
+
+
 def harness_step(job: Job, profile: list[str], output: str, eager: list[str] = (), step: str = "test_compile"
                   ) -> sandbox.Step:
     name = job.layout.lib_name

@@ -50,9 +50,11 @@ from rust_rewards.verify.crate import hidden_expected, write_crate
 from rust_rewards.verify.diagnostics import parse_compiler
 from rust_rewards.verify.harness import (
     DEV,
+    FORCE_WARN,
     RELEASE,
     Job,
     TestPlan,
+    clippy_base,
     harness_step,
     job_report,
     run_tests,
@@ -206,7 +208,7 @@ def _codegen_step(job: Job) -> sandbox.Step:
 
 
 def _verify_direct(job: Job, code: str, facts, first: sandbox.RunResult | None = None) -> Report:
-    layout, tc, limits = job.layout, job.tc, job.config.compile_limits
+    layout, limits = job.layout, job.config.compile_limits
     name = layout.lib_name
     own_expected = len(facts.test_fns)
     harness = bool(own_expected or layout.hidden_in_lib)
@@ -216,7 +218,7 @@ def _verify_direct(job: Job, code: str, facts, first: sandbox.RunResult | None =
     emit = "metadata" if harness and not layout.integration_tests else "link"
     eager = ["-C", "link-dead-code"] if emit == "metadata" else []
     build_step = sandbox.Step("build", [
-        *rustc_base(job, tc.clippy_driver, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
+        *clippy_base(job, "src/lib.rs"), "--crate-type", "lib", "--crate-name", name,
         f"--emit={emit}", *DEV, "-o", f"target/lib{name}.r{'meta' if emit == 'metadata' else 'lib'}",
     ], stop_unless_ok=True)
     test_step = harness_step(job, profile, f"target/{name}-test", eager)
@@ -301,9 +303,10 @@ def _integration_compile_steps(job: Job, profile: list[str]) -> list[sandbox.Ste
 # ---- cargo mode (reference) --------------------------------------------------------------------------------
 
 
-def _cargo(job: Job, phase: str, args: list[str], *, limits: Limits) -> sandbox.RunResult:
-    return job.run(phase, [str(job.tc.cargo), *args, "--offline", "--message-format=json", "--quiet"],
-                   limits=limits)
+def _cargo(job: Job, phase: str, args: list[str], *, limits: Limits, tool_args: tuple[str, ...] = ()
+           ) -> sandbox.RunResult:
+    return job.run(phase, [str(job.tc.cargo), *args, "--offline", "--message-format=json", "--quiet",
+                           *(("--", *tool_args) if tool_args else ())], limits=limits)
 
 
 def _executables(stdout: str) -> dict[str, str]:
@@ -329,7 +332,7 @@ def _verify_cargo(job: Job, code: str, facts) -> Report:
     build = _cargo(job, "build", ["build"], limits=limits)
     outcome = parse_compiler(build.stdout, clippy_pass=False)
     build_ok = build.returncode == 0 and not build.timed_out
-    clippy = _cargo(job, "clippy", ["clippy"], limits=limits)
+    clippy = _cargo(job, "clippy", ["clippy"], limits=limits, tool_args=FORCE_WARN)
     clippy_outcome = parse_compiler(clippy.stdout)
     outcome = replace(outcome, clippy_lints=clippy_outcome.clippy_lints,
                       rendered=outcome.rendered + "".join(
