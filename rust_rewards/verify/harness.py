@@ -237,9 +237,15 @@ def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunR
     return OwnTestChecks(kinds, compiled=True, valid=valid, discriminating=discriminating)
 
 
+TLS_COPIES = 2
+"""Thread-local blocks a test process maps: its main thread's and the thread libtest runs the test on."""
+
+
 def loaded_size(path: Path) -> int:
-    """Bytes an ELF binary maps when it starts (the ``PT_LOAD`` segments' memory sizes: code, data and zeroed
-    statics); 0 when it is not a 64-bit little-endian ELF file."""
+    """Bytes an ELF binary maps when it starts and runs one test: the ``PT_LOAD`` segments' memory sizes (code,
+    data and zeroed statics) and ``TLS_COPIES`` copies of its thread-local storage (``PT_TLS``: each thread gets
+    one, so a ``thread_local!`` array costs its size per thread); 0 when it is not a 64-bit little-endian ELF
+    file."""
     with path.open("rb") as f:
         head = f.read(64)
         if len(head) < 64 or head[:6] != b"\x7fELF\x02\x01":
@@ -248,8 +254,10 @@ def loaded_size(path: Path) -> int:
         size, count = int.from_bytes(head[0x36:0x38], "little"), int.from_bytes(head[0x38:0x3A], "little")
         f.seek(phoff)
         table = f.read(size * count)
+    copies = {1: 1, 7: TLS_COPIES}  # PT_LOAD, PT_TLS
     headers = (table[k * size : (k + 1) * size] for k in range(count))
-    return sum(int.from_bytes(h[0x28:0x30], "little") for h in headers if int.from_bytes(h[:4], "little") == 1)
+    return sum(copies.get(int.from_bytes(h[:4], "little"), 0) * int.from_bytes(h[0x28:0x30], "little")
+               for h in headers)
 
 
 def rustc_base(job: Job, tool: Path, src: str) -> list[str]:

@@ -1,0 +1,43 @@
+"""Reward integrity IV, the parts built so far: thread-local storage counted by the shared test binary's start-up size
+check (``harness.loaded_size``). Real rustc and cargo."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_integrity3 import ADD, HONEST
+
+from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.harness import TLS_COPIES, loaded_size
+from rust_rewards.verify.sandbox import RUN_LIMITS
+from rust_rewards.verify.verifier import Verifier
+
+CORPUS = Path(__file__).parent / "adversarial" / "integrity4"
+THREAD_LOCAL = (CORPUS / "huge_thread_local.rs").read_text()
+
+
+def test_thread_local_storage_counts_once_per_thread(tmp_path):
+    source = tmp_path / "main.rs"
+    source.write_text(THREAD_LOCAL + "\nfn main() {\n    println!(\"{}\", add(1, 2));\n}\n")
+    subprocess.run(["rustc", "--edition", "2021", "-o", str(tmp_path / "main"), str(source)], check=True,
+                   capture_output=True, timeout=120)
+    assert loaded_size(tmp_path / "main") >= TLS_COPIES * (200 << 20)
+
+
+@pytest.mark.slow
+def test_a_member_with_a_huge_thread_local_cannot_starve_its_neighbours():
+    """Its thread-local array would eat the address space of a shared test binary's threads: the share is verified
+    one by one, and the neighbours keep their verdicts."""
+    config = VerifierConfig(mode="batch", run_limits=replace(RUN_LIMITS, memory_mb=384))
+    verifier = Verifier(config, workers=1)
+    try:
+        got = verifier.verify_many([THREAD_LOCAL, HONEST, "pub fn add(a: i32, b: i32) -> i32 {\n    b + a\n}\n"],
+                                   [ADD] * 3, raw_code=True)
+        reasons = dict(verifier.fallback_reasons)
+    finally:
+        verifier.close()
+    assert [r.hidden_tests.passed for r in got] == [0, 3, 3]
+    assert reasons.get("shared test binary too large") == 3, reasons
