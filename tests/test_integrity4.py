@@ -1,5 +1,6 @@
 """Reward integrity IV, the parts built so far: thread-local storage counted by the shared test binary's start-up size
-check (``harness.loaded_size``). Real rustc and cargo."""
+check (``harness.loaded_size``); hidden tests import a required fn in the value namespace alone
+(``names.test_imports``). Real rustc and cargo, direct and batch mode."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 from test_integrity3 import ADD, HONEST
 
+from rust_rewards.rewards import rewards_from_report
+from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.harness import TLS_COPIES, loaded_size
 from rust_rewards.verify.sandbox import RUN_LIMITS
@@ -41,3 +44,25 @@ def test_a_member_with_a_huge_thread_local_cannot_starve_its_neighbours():
         verifier.close()
     assert [r.hidden_tests.passed for r in got] == [0, 3, 3]
     assert reasons.get("shared test binary too large") == 3, reasons
+
+
+EVENS_REFERENCE = "pub fn evens(v: &[i32]) -> Vec<i32> {\n    v.iter().copied().filter(|x| x % 2 == 0).collect()\n}\n"
+EVENS = HiddenTests("use super::*;\n\n#[test]\nfn none() {\n    assert!(evens(&[1, 3]).is_empty());\n}\n\n"
+                    "#[test]\nfn some() {\n    assert!(!evens(&[2, 3]).is_empty());\n}\n",
+                    reference=EVENS_REFERENCE,
+                    prompt="Write `pub fn evens(v: &[i32]) -> Vec<i32>` returning the even numbers of `v` in order.")
+
+
+@pytest.mark.parametrize("mode", ["direct", "batch"])
+def test_a_namesake_of_the_required_fn_does_not_reach_the_hidden_tests(mode):
+    attack = (CORPUS / "namesake_trait.rs").read_text()
+    verifier = Verifier(VerifierConfig(mode=mode), workers=1)
+    try:
+        got = verifier.verify_many([attack, EVENS_REFERENCE, HONEST], [EVENS, EVENS, ADD], raw_code=True)
+    finally:
+        verifier.close()
+    attacked, honest, neighbour = got
+    # all numbers: `some` passes honestly, `none` only through the trait's is_empty
+    assert attacked.build_ok and (attacked.hidden_tests.passed, attacked.hidden_tests.failed) == (1, 1)
+    assert honest.hidden_tests.passed == 2 and rewards_from_report(honest)["hidden_test_reward"] == 2.0
+    assert neighbour.hidden_tests.passed == 3

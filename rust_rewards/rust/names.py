@@ -45,6 +45,8 @@ class TopLevel:
 
     items: dict[str, bool]
     uses: tuple[tuple[UseLeaf, bool], ...]
+    fns: frozenset[str] = frozenset()
+    """The item names only a ``fn`` declares (no struct, trait, type, module, ... of the same name)."""
 
     def names(self, *, public: bool = False) -> frozenset[str]:
         """Every name bound at the top level (items and import leaves; ``public``: only ``pub`` ones)."""
@@ -127,6 +129,7 @@ def top_level(code: str) -> TopLevel:
     regions = test_regions(tokens)
     skip = {it.start: it.end for it in (*regions.test_fns, *regions.cfg_test_mods)}
     items: dict[str, bool] = {}
+    kinds: dict[str, set[str]] = {}
     uses: list[tuple[UseLeaf, bool]] = []
     i, n, pub = 0, len(tokens), False
     while i < n:
@@ -152,11 +155,13 @@ def top_level(code: str) -> TopLevel:
             uses += [(leaf, pub) for leaf in use_leaves(tokens, pairs, i + 1, end)]
         elif kind == "macro_rules" and i + 2 < n:
             items[tokens[i + 2].text] = items.get(tokens[i + 2].text, False) or pub
+            kinds.setdefault(tokens[i + 2].text, set()).add(kind)
         elif kind in _ITEM_KEYWORDS:
             j = i + 2 if nxt is not None and nxt.text == "mut" else i + 1
             if j < n and tokens[j].kind == "ident" and tokens[j].text != "_":
                 name = tokens[j].text.removeprefix("r#")
                 items[name] = items.get(name, False) or pub
+                kinds.setdefault(name, set()).add(kind)
         elif kind not in _BLOCK_ITEMS and kind not in ("unsafe", "async", "default", "auto", "crate"):
             end = i
         elif kind in ("unsafe", "async", "default", "auto", "crate") or (kind == "extern" and nxt is not None
@@ -164,7 +169,7 @@ def top_level(code: str) -> TopLevel:
             i += 1  # a qualifier of the item that follows
             continue
         i, pub = end + 1, False
-    return TopLevel(items, tuple(uses))
+    return TopLevel(items, tuple(uses), frozenset(name for name, k in kinds.items() if k == {"fn"}))
 
 
 def type_references(code: str) -> dict[str, frozenset[str]]:
@@ -212,22 +217,36 @@ def _own_imports(tests: str) -> frozenset[str]:
 
 def test_imports(reference: str, completion: str, tests: str, *, root: str = "super", public: bool = False,
                  extra: frozenset[str] = frozenset(), taken: frozenset[str] = frozenset()) -> str:
-    """The one-line import that replaces ``use ROOT::*;`` in hidden tests ``tests`` run against ``completion``.
+    """The imports that replace ``use ROOT::*;`` in hidden tests ``tests`` run against ``completion``.
 
-    From the completion: the names that ``reference`` defines (plus ``extra``, e.g. the prompt's required items)
-    and the completion binds too (``public``: as ``pub``, for integration tests); from std: the reference's own std
+    From the completion: the names that ``reference`` defines (plus ``extra``, the prompt's required fns) and the
+    completion binds too (``public``: as ``pub``, for integration tests); from std: the reference's own std
     imports, the names the tests would have got from it through the glob. Names the tests import themselves, and
-    ``taken`` (imported beside this line), are left out: importing a name twice is an error.
+    ``taken`` (imported beside these), are left out: importing a name twice is an error.
 
-    >>> test_imports("use std::collections::BTreeMap; pub fn f() {}",
-    ...              "pub use std::vec::Vec as BTreeMap; pub fn f() {} pub trait Hack {}", "")
-    'use super::{f}; use ::std::collections::BTreeMap;'
+    A name the reference (or the prompt) declares only as a fn comes in the value namespace alone: ``use`` would
+    also bring a trait, type or macro of the completion's with the same name (a trait named like the required fn,
+    whose by-value ``is_empty`` would win over ``Vec``'s), so it is glob-imported from a module of its own and its
+    type namespace is taken by a type alias of the tests' own, which an explicit item wins over a glob with.
+
+    >>> test_imports("use std::collections::BTreeMap; pub fn f() {} pub struct S;",
+    ...              "pub use std::vec::Vec as BTreeMap; pub fn f() {} pub trait Hack {} pub struct S;", "")
+    'use super::{S}; use ::std::collections::BTreeMap; mod __rr_values { pub(super) use super::super::{f}; } \
+use self::__rr_values::*; #[allow(dead_code, non_camel_case_types)] type f = ();'
     """
     ref = top_level(reference)
     own = _own_imports(tests) | taken
     names = sorted(((frozenset(ref.items) | extra) & top_level(completion).names(public=public)) - own)
+    values = [name for name in names if name in ref.fns | (extra - frozenset(ref.items))]
+    others = [name for name in names if name not in values]
     std = [leaf.render() for leaf in ref.std_imports() if leaf.name is None or leaf.name not in own | set(names)]
-    return " ".join([f"use {root}::{{{', '.join(names)}}};", *dict.fromkeys(std)])
+    lines = [f"use {root}::{{{', '.join(others)}}};", *dict.fromkeys(std)]
+    if values:
+        inner = "super::super" if root == "super" else root
+        lines += [f"mod __rr_values {{ pub(super) use {inner}::{{{', '.join(values)}}}; }}",
+                  "use self::__rr_values::*;",
+                  *(f"#[allow(dead_code, non_camel_case_types)] type {name} = ();" for name in values)]
+    return " ".join(lines)
 
 
 test_imports.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
