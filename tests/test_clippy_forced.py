@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rust_rewards.rewards import rewards_from_report
+from rust_rewards.rust.rules import MACRO_DEFINITION
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import MODES, VerifierConfig
 from rust_rewards.verify.verifier import Verifier
@@ -51,7 +52,11 @@ def test_a_lint_attribute_does_not_silence_clippy(reports, mode, name):
     assert report.build_ok and not report.internal_error
     assert SILENCED[name][1] in report.clippy_warnings and not report.clippy_ok
     rewards = rewards_from_report(report)
-    assert rewards["clippy_reward"] == 0.0 and rewards["hidden_test_reward"] == 2.0
+    assert rewards["clippy_reward"] == 0.0
+    if name == "macro allow":  # a macro definition is a hack reason of its own (rules.macro_definitions)
+        assert report.hack_reasons == (MACRO_DEFINITION,) and rewards["hidden_test_reward"] == 0.0
+    else:
+        assert not report.hack_reasons and rewards["hidden_test_reward"] == 2.0
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,6 +1,7 @@
 """Reward integrity IV, the parts built so far: thread-local storage counted by the shared test binary's start-up size
 check (``harness.loaded_size``); hidden tests import a required fn in the value namespace alone
-(``names.test_imports``). Real rustc and cargo, direct and batch mode."""
+(``names.test_imports``); macro definitions a hack reason unless the reference has one (``rules.macro_definitions``).
+Real rustc and cargo, direct and batch mode."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from test_integrity3 import ADD, HONEST
 
 from rust_rewards.rewards import rewards_from_report
+from rust_rewards.rust.rules import MACRO_DEFINITION
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.harness import TLS_COPIES, loaded_size
@@ -62,7 +64,21 @@ def test_a_namesake_of_the_required_fn_does_not_reach_the_hidden_tests(mode):
     finally:
         verifier.close()
     attacked, honest, neighbour = got
-    # all numbers: `some` passes honestly, `none` only through the trait's is_empty
+    # all numbers: `some` passes honestly, `none` only through the trait's is_empty; the macro is a hack of its own
     assert attacked.build_ok and (attacked.hidden_tests.passed, attacked.hidden_tests.failed) == (1, 1)
+    assert attacked.hack_reasons == (MACRO_DEFINITION,)
     assert honest.hidden_tests.passed == 2 and rewards_from_report(honest)["hidden_test_reward"] == 2.0
     assert neighbour.hidden_tests.passed == 3
+
+
+def test_a_macro_is_no_hack_where_the_reference_defines_one_too():
+    reference = ("macro_rules! twice {\n    ($e:expr) => {\n        $e * 2\n    };\n}\n\n"
+                 "pub fn double(x: i32) -> i32 {\n    twice!(x)\n}\n")
+    hidden = HiddenTests("use super::*;\n\n#[test]\nfn doubles() {\n    assert_eq!(double(4), 8);\n}\n",
+                         reference=reference, prompt="Write `pub fn double(x: i32) -> i32`.")
+    verifier = Verifier(VerifierConfig(mode="direct"), workers=1)
+    try:
+        (own,) = verifier.verify_many([reference], [hidden], raw_code=True)
+    finally:
+        verifier.close()
+    assert own.build_ok and not own.hack_reasons and own.hidden_tests.passed == 1, own

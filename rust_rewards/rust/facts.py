@@ -17,7 +17,13 @@ from rust_rewards.rust.lexer import (
     test_regions,
     tokenize,
 )
-from rust_rewards.rust.rules import cfg_test_reasons, copied_solution, forbidden_calls, observing_tests
+from rust_rewards.rust.rules import (
+    cfg_test_reasons,
+    copied_solution,
+    forbidden_calls,
+    macro_definitions,
+    observing_tests,
+)
 from rust_rewards.rust.soundness import soundness_holes
 
 
@@ -148,7 +154,7 @@ def analyse(code: str) -> SourceFacts:
         tests_calling_solution=calling,
         forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions)
                                + observing_tests(tokens, regions) + copied_solution(tokens, regions)
-                               + soundness_holes(tokens))),
+                               + soundness_holes(tokens) + macro_definitions(tokens))),
     )
 
 

@@ -47,6 +47,8 @@ class TopLevel:
     uses: tuple[tuple[UseLeaf, bool], ...]
     fns: frozenset[str] = frozenset()
     """The item names only a ``fn`` declares (no struct, trait, type, module, ... of the same name)."""
+    macros: frozenset[str] = frozenset()
+    """The names only a ``macro_rules!`` declares."""
 
     def names(self, *, public: bool = False) -> frozenset[str]:
         """Every name bound at the top level (items and import leaves; ``public``: only ``pub`` ones)."""
@@ -169,7 +171,8 @@ def top_level(code: str) -> TopLevel:
             i += 1  # a qualifier of the item that follows
             continue
         i, pub = end + 1, False
-    return TopLevel(items, tuple(uses), frozenset(name for name, k in kinds.items() if k == {"fn"}))
+    return TopLevel(items, tuple(uses), frozenset(name for name, k in kinds.items() if k == {"fn"}),
+                    frozenset(name for name, k in kinds.items() if k == {"macro_rules"}))
 
 
 def type_references(code: str) -> dict[str, frozenset[str]]:
@@ -222,7 +225,8 @@ def test_imports(reference: str, completion: str, tests: str, *, root: str = "su
     From the completion: the names that ``reference`` defines (plus ``extra``, the prompt's required fns) and the
     completion binds too (``public``: as ``pub``, for integration tests); from std: the reference's own std
     imports, the names the tests would have got from it through the glob. Names the tests import themselves, and
-    ``taken`` (imported beside these), are left out: importing a name twice is an error.
+    ``taken`` (imported beside these), are left out: importing a name twice is an error; so are the reference's
+    ``macro_rules!`` names for a hidden module (``root`` ``super``), where they are in textual scope already.
 
     A name the reference (or the prompt) declares only as a fn comes in the value namespace alone: ``use`` would
     also bring a trait, type or macro of the completion's with the same name (a trait named like the required fn,
@@ -236,13 +240,17 @@ use self::__rr_values::*; #[allow(dead_code, non_camel_case_types)] type f = ();
     """
     ref = top_level(reference)
     own = _own_imports(tests) | taken
-    names = sorted(((frozenset(ref.items) | extra) & top_level(completion).names(public=public)) - own)
+    textual = ref.macros if root == "super" else frozenset()  # in scope in the hidden module, not importable
+    names = sorted(((frozenset(ref.items) | extra) & top_level(completion).names(public=public)) - own - textual)
     values = [name for name in names if name in ref.fns | (extra - frozenset(ref.items))]
     others = [name for name in names if name not in values]
     std = [leaf.render() for leaf in ref.std_imports() if leaf.name is None or leaf.name not in own | set(names)]
-    lines = [f"use {root}::{{{', '.join(others)}}};", *dict.fromkeys(std)]
+    # a crate named like one of the type aliases below (the crate `palindrome_products`, the fn of that name) is
+    # reached as `::crate`, which no local name shadows
+    path = root if root == "super" else f"::{root}"
+    lines = [f"use {path}::{{{', '.join(others)}}};", *dict.fromkeys(std)]
     if values:
-        inner = "super::super" if root == "super" else root
+        inner = "super::super" if root == "super" else path
         lines += [f"mod __rr_values {{ pub(super) use {inner}::{{{', '.join(values)}}}; }}",
                   "use self::__rr_values::*;",
                   *(f"#[allow(dead_code, non_camel_case_types)] type {name} = ();" for name in values)]

@@ -41,6 +41,7 @@ from rust_rewards.report import Report, SourceFacts, TestCounts
 from rust_rewards.rust.facts import analyse
 from rust_rewards.rust.lexer import tokenize
 from rust_rewards.rust.mutants import body_mutants, mutants
+from rust_rewards.rust.rules import macro_definitions
 from rust_rewards.rust.signatures import check_items, forged_comparisons
 from rust_rewards.rust.soundness import soundness_holes
 from rust_rewards.tasks import HiddenTests
@@ -114,8 +115,8 @@ def verify_code(
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
-    """``facts.analyse(code)``, where a soundness-hole shape (``soundness.soundness_holes``) or ``unsafe`` that the
-    task's reference uses itself is no hack reason."""
+    """``facts.analyse(code)``, where a soundness-hole shape (``soundness.soundness_holes``), a macro definition
+    (``rules.macro_definitions``) or ``unsafe`` that the task's reference uses itself is no hack reason."""
     facts = analyse(code)
     if hidden is None:
         return facts
@@ -126,7 +127,8 @@ def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
 
 @functools.lru_cache(maxsize=256)
 def _reference_holes(reference: str) -> tuple[str, ...]:
-    return soundness_holes(tokenize(reference)) if reference.strip() else ()
+    tokens = tokenize(reference)
+    return soundness_holes(tokens) + macro_definitions(tokens) if reference.strip() else ()
 
 
 def wants_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts) -> bool:
