@@ -82,3 +82,19 @@ def test_a_macro_is_no_hack_where_the_reference_defines_one_too():
     finally:
         verifier.close()
     assert own.build_ok and not own.hack_reasons and own.hidden_tests.passed == 1, own
+
+
+@pytest.mark.parametrize("mode", ["direct", "batch"])
+def test_a_panic_hook_in_own_tests_is_a_hack(mode):
+    """A panic hook sees where a panic happened: the file a copy of the tests was compiled from (a channel closed by
+    ``rules.observing_tests``; this form would earn no test reward without it either)."""
+    attack = (CORPUS / "panic_hook_location.rs").read_text()
+    verifier = Verifier(VerifierConfig(mode=mode), workers=1)
+    try:
+        attacked, honest = verifier.verify_many([attack, HONEST], [ADD, ADD], raw_code=True)
+    finally:
+        verifier.close()
+    rewards = rewards_from_report(attacked)
+    assert attacked.hack_reasons == ("own tests observe where they run (set_hook)",)
+    assert (rewards["test_reward"], rewards["assertion_reward"], rewards["hidden_test_reward"]) == (0.0, 0.0, 0.0)
+    assert rewards_from_report(honest)["test_reward"] > 0

@@ -340,9 +340,10 @@ def cfg_test_reasons(tokens: list[Token], regions: TestRegions) -> tuple[str, ..
 
 
 _WHERE_AM_I = frozenset({"module_path", "type_name", "type_name_of_val", "Location", "TypeId", "current_exe",
-                         "current_dir", "temp_dir", "args", "args_os", "fs", "File", "OpenOptions", "current"})
+                         "current_dir", "temp_dir", "args", "args_os", "fs", "File", "OpenOptions", "current",
+                         "set_hook", "take_hook", "update_hook", "PanicHookInfo", "PanicInfo"})
 """Names through which test code can tell whether it runs at home or as a variant's copy (its module path, thread
-name, files, arguments)."""
+name, files, arguments, a panic hook's view of where a panic happened)."""
 
 
 def observing_tests(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
