@@ -27,6 +27,7 @@ from rust_rewards.eval.generation import (
     vllm_available,
 )
 from rust_rewards.layout import ADAPTER_DIRS, TASK_FILES
+from rust_rewards.models.source import check_model_source
 from rust_rewards.params import param
 from rust_rewards.prompts import ANSWER_FORMATS
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
@@ -128,8 +129,10 @@ def run_inference(
 ) -> pd.DataFrame:
     """Generate ``params.n`` completions per task into ``params.out_path()``; returns every row.
 
-    An existing output written with other settings is refused before the model is loaded.
+    A model that cannot load (``models.source.check_model_source``) and an existing output written with other
+    settings are refused before the model is loaded.
     """
+    check_model_source(params.model)
     sampling = params.sampling()
     tasks = read_tasks(params.tasks, params.limit)
     backend = params.resolved_backend()

@@ -11,10 +11,11 @@ from rust_rewards.models.gguf import is_gguf
 from rust_rewards.workspace import find_path
 
 
-def check_model_source(model: str, flag: str = "--model") -> None:
+def check_model_source(model: str, flag: str = "--model", *, hub: bool = True) -> None:
     """``ValueError`` naming ``flag`` when no model can be loaded from ``model``: a path that is no model folder, a
-    hub id neither cached nor reachable (offline, ``from_pretrained`` would spend ~50 s on retries first), or
-    neither. A ``.gguf`` file or the bundled SmolLM2 name passes (converted on first use)."""
+    hub id neither cached nor reachable (offline, ``from_pretrained`` would spend ~50 s on retries first; with
+    ``hub=False``, as a form checks while it is edited, hub ids are not looked up), or neither. A ``.gguf`` file or
+    the bundled SmolLM2 name passes (converted on first use)."""
     if is_gguf(model):
         return
     found = find_path(model)
@@ -23,6 +24,8 @@ def check_model_source(model: str, flag: str = "--model") -> None:
         if not (path / "config.json").is_file():
             raise ValueError(f"{flag} {model}: no model folder there (expected a folder with config.json, or a "
                              "Hugging Face hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)")
+        return
+    if not hub:
         return
     from huggingface_hub import try_to_load_from_cache
 

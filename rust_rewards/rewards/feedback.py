@@ -50,7 +50,8 @@ NO_CODE_MESSAGE = ("Your answer contains no ```rust code block, so nothing could
 _MAX_ITEM_LINES = 8
 _MAX_LINE_CHARS = 200
 _MAX_NOTES = 2
-_NOISE = ("for further information visit", "on by default", "RUST_BACKTRACE", "the lint level is defined here",
+_NOISE = ("for further information visit", "on by default", "implied by `--force-warn", "RUST_BACKTRACE",
+          "the lint level is defined here",
           "in this macro invocation", "originates in the macro")
 _PANIC = re.compile(r"^thread '.*?'(?: \(\d+\))? panicked at (.+?):(\d+):(\d+):$")
 

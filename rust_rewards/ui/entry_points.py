@@ -44,11 +44,11 @@ def describe_eval(params: EvalParams) -> str:
 def check_inference(params: InferenceParams) -> InferenceParams:
     """``params`` with input paths resolved (the model too when it is a local folder); ``ValueError`` for what the
     run would refuse before loading the model: sampling settings that do not go together (greedy with n > 1), a
-    missing tasks file, a model or adapter that cannot load (``rust_rewards.models.source``)."""
+    missing tasks file, a model folder or adapter that cannot load (``rust_rewards.models.source``)."""
     params = dataclasses.replace(resolve_files(params, workspace()), model=repo_path(params.model, workspace()))
     params.sampling()
     require_file("tasks", params.tasks, LOCAL_SUFFIXES)
-    check_model_source(params.model)
+    check_model_source(params.model, hub=False)  # hub ids: at the start of the run (rust_rewards.eval.inference)
     if params.adapter:
         check_adapter_folder(params.adapter)
     return params

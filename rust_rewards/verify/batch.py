@@ -431,7 +431,8 @@ def _compile(job: Job, members: list[_Member], prefix: str,
         if split is None:
             return "message outside every completion"
         notes = {code: note for lines in split.values() for line in lines
-                 for note, code in _LINT_NOTE.findall(json.loads(line).get("rendered") or "")}
+                 for note, default, forced in _LINT_NOTE.findall(json.loads(line).get("rendered") or "")
+                 for code in [default or forced.replace("-", "_")]}
         passes[step] = {m: _once_notes(lines, notes) for m, lines in split.items()}
     outcomes: dict[_Member, CompileOutcome | str] = {}
     for m in members:
@@ -478,11 +479,21 @@ _HIDDEN_ONLY = "hidden tests do not compile"
 _LEXER_ERRORS = frozenset({"E0748", "E0758", "E0762", "E0763", "E0765", "E0766"})
 """Unterminated raw strings, comments, characters, byte literals, strings and byte strings."""
 _SYNTAX_ERROR = re.compile(r"^error(?:\[\w+\])?: .*\n\s*--> (?:\S*/)?(src/[^:\s/]+\.rs):", re.MULTILINE)
-_LINT_NOTE = re.compile(r"^(  = note: `#\[\w+\((clippy::\w+)\)\]` on by default)$", re.MULTILINE)
+_LINT_NOTE = re.compile(r"^(  = note: (?:`#\[\w+\((clippy::\w+)\)\]` on by default|`--force-warn (clippy::[\w-]+)` "
+                        r"implied by `--force-warn clippy::\w+`))$", re.MULTILINE)
+"""rustc's once-per-compilation note on a lint's first message: its default level, or the forced group it is in
+(``harness.FORCE_WARN``; the lint's name spelled with dashes there)."""
+
+
+def _note_pattern(code: str) -> str:
+    """The note line of lint ``code`` (``clippy::x_y``) in either form of ``_LINT_NOTE``."""
+    dashed = code.replace("_", "-")
+    return (rf"^  = note: (?:`#\[\w+\({re.escape(code)}\)\]` on by default|`--force-warn {re.escape(dashed)}` "
+            rf"implied by `--force-warn clippy::\w+`)\n")
 
 
 def _once_notes(lines: list[str], notes: dict[str, str]) -> list[str]:
-    """Put back rustc's once-per-compilation note (`#[warn(clippy::x)]` on by default) as a crate of the
+    """Put back rustc's once-per-compilation note (``_LINT_NOTE``) as a crate of the
     member's own would show it: on the first message of each lint, never on a later one. ``notes``: each
     lint's note line, as seen in the shared compilation."""
     seen: set[str] = set()
@@ -492,7 +503,7 @@ def _once_notes(lines: list[str], notes: dict[str, str]) -> list[str]:
         code = (diag.get("code") or {}).get("code") or ""
         rendered = diag.get("rendered") or ""
         if code in notes:
-            own = re.sub(rf"^  = note: `#\[\w+\({code}\)\]` on by default\n", "", rendered, flags=re.MULTILINE)
+            own = re.sub(_note_pattern(code), "", rendered, flags=re.MULTILINE)
             if code not in seen and "the lint level is defined here" not in own:
                 url = re.search(rf"^  = help: for further information visit \S+#{code.removeprefix('clippy::')}\n",
                                 own, flags=re.MULTILINE)
