@@ -43,6 +43,7 @@ from learning import split  # noqa: E402
 from rust_rewards.atomic import write_json_atomic  # noqa: E402
 from rust_rewards.data.bundled import EASY_TASKS  # noqa: E402
 from rust_rewards.eval.generation import SamplingParams, make_generator, vllm_available  # noqa: E402
+from rust_rewards.models.source import check_adapter_folder  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
 
 PATHS = {  # name: (engine, batch size, cache implementation)
@@ -194,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.paths.split(",")) - set(PATHS)
     if unknown:
         parser.exit(2, f"--paths: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PATHS)}\n")
-    if args.adapter and not (Path(args.adapter) / "adapter_config.json").is_file():
-        parser.exit(2, f"--adapter {args.adapter}: no adapter_config.json there\n")
+    try:
+        if args.adapter:
+            check_adapter_folder(args.adapter)
+    except ValueError as err:
+        parser.exit(2, f"{err}\n")
     rows = [row for name in args.models.split(",") if name for row in bench_model(name.strip(), args)]
     print(f"{hardware()}; {args.prompts} prompts x {args.n} samples, at most {args.tokens} new tokens, "
           f"median of {args.repeats}{f', adapter {args.adapter}' if args.adapter else ''}")

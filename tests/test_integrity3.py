@@ -150,10 +150,9 @@ def test_batch_gives_each_completion_its_verdict_alone(reports):
             batch.build_ok, batch.hidden_tests, batch.own_tests, batch.own_checks, batch.hack_reasons), name
 
 
-@pytest.mark.slow
-def test_a_member_with_huge_statics_cannot_starve_its_neighbours():
-    """Its statics would eat the address space of a shared test binary: the share is verified one by one."""
-    starver = (CORPUS / "huge_statics.rs").read_text()
+def assert_cannot_starve_its_neighbours(starver: str) -> None:
+    """``starver`` (an ``add`` sized for a 384 MiB address space) in batch mode beside two honest adds under that
+    limit: it fails its own hidden tests, the share is verified one by one, the neighbours keep theirs."""
     config = VerifierConfig(mode="batch", run_limits=replace(RUN_LIMITS, memory_mb=384))
     verifier = Verifier(config, workers=1)
     try:
@@ -164,6 +163,12 @@ def test_a_member_with_huge_statics_cannot_starve_its_neighbours():
         verifier.close()
     assert [r.hidden_tests.passed for r in got] == [0, 3, 3]
     assert reasons.get("shared test binary too large") == 3, reasons
+
+
+@pytest.mark.slow
+def test_a_member_with_huge_statics_cannot_starve_its_neighbours():
+    """Its statics would eat the address space of a shared test binary: the share is verified one by one."""
+    assert_cannot_starve_its_neighbours((CORPUS / "huge_statics.rs").read_text())
 
 
 LARGEST = """pub fn largest(v: &[i32]) -> i32 {

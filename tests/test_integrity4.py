@@ -6,18 +6,16 @@ Real rustc and cargo, direct and batch mode."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_integrity3 import ADD, HONEST
+from test_integrity3 import ADD, HONEST, assert_cannot_starve_its_neighbours
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.rules import MACRO_DEFINITION
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.harness import TLS_COPIES, loaded_size
-from rust_rewards.verify.sandbox import RUN_LIMITS
 from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial" / "integrity4"
@@ -36,16 +34,7 @@ def test_thread_local_storage_counts_once_per_thread(tmp_path):
 def test_a_member_with_a_huge_thread_local_cannot_starve_its_neighbours():
     """Its thread-local array would eat the address space of a shared test binary's threads: the share is verified
     one by one, and the neighbours keep their verdicts."""
-    config = VerifierConfig(mode="batch", run_limits=replace(RUN_LIMITS, memory_mb=384))
-    verifier = Verifier(config, workers=1)
-    try:
-        got = verifier.verify_many([THREAD_LOCAL, HONEST, "pub fn add(a: i32, b: i32) -> i32 {\n    b + a\n}\n"],
-                                   [ADD] * 3, raw_code=True)
-        reasons = dict(verifier.fallback_reasons)
-    finally:
-        verifier.close()
-    assert [r.hidden_tests.passed for r in got] == [0, 3, 3]
-    assert reasons.get("shared test binary too large") == 3, reasons
+    assert_cannot_starve_its_neighbours(THREAD_LOCAL)
 
 
 EVENS_REFERENCE = "pub fn evens(v: &[i32]) -> Vec<i32> {\n    v.iter().copied().filter(|x| x % 2 == 0).collect()\n}\n"

@@ -168,12 +168,17 @@ def reserved_cache(reserve: int) -> Any:
                 self.lazy_initialization(key_states, value_states)
             filled, new = self.get_seq_length(), key_states.shape[-2]
             if not filled or filled + new > self.room[0].shape[-2]:
-                self.room = tuple(self._reserved(past, filled, filled + new + reserve, key_states)
-                                  for past in (self.keys, self.values))
+                self._hold(tuple(self._reserved(past, filled, filled + new + reserve, key_states)
+                                 for past in (self.keys, self.values)), filled)
             for room, states in zip(self.room, (key_states, value_states), strict=True):
                 room[..., filled : filled + new, :].copy_(states)
-            self.keys, self.values = (room[..., : filled + new, :] for room in self.room)
+            self._hold(self.room, filled + new)
             return self.keys, self.values
+
+        def _hold(self, room: tuple[Any, Any], filled: int) -> None:
+            """Keep ``room`` (keys, values) and hand the model views of its first ``filled`` positions."""
+            self.room = room
+            self.keys, self.values = (part[..., :filled, :] for part in room)
 
         @staticmethod
         def _reserved(past: Any, filled: int, length: int, like: Any) -> Any:
@@ -184,15 +189,12 @@ def reserved_cache(reserve: int) -> Any:
 
         def batch_select_indices(self, indices: Any) -> None:
             if self.get_seq_length() > 0:
-                filled = self.get_seq_length()
-                self.room = tuple(room[indices, ...] for room in self.room)
-                self.keys, self.values = (room[..., :filled, :] for room in self.room)
+                self._hold(tuple(part[indices, ...] for part in self.room), self.get_seq_length())
 
         def batch_repeat_interleave(self, repeats: int) -> None:
             if self.get_seq_length() > 0:
-                filled = self.get_seq_length()
-                self.room = tuple(room.repeat_interleave(repeats, dim=0) for room in self.room)
-                self.keys, self.values = (room[..., :filled, :] for room in self.room)
+                self._hold(tuple(part.repeat_interleave(repeats, dim=0) for part in self.room),
+                           self.get_seq_length())
 
     class ReservedCache(DynamicCache):
         def __init__(self) -> None:

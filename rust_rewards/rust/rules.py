@@ -149,7 +149,7 @@ def macro_definitions(tokens: list[Token]) -> tuple[str, ...]:
     >>> macro_definitions(tokenize("fn f() { println!(\\"macro_rules\\"); }"))
     ()
     """
-    found = any(tok.kind == "ident" and tok.text in ("macro_rules", "r#macro_rules") and nxt.text == "!"
+    found = any(tok.kind == "ident" and tok.text == "macro_rules" and nxt.text == "!"  # r# is folded by the lexer
                 for tok, nxt in zip(tokens, tokens[1:], strict=False))
     return (MACRO_DEFINITION,) if found else ()
 

@@ -479,17 +479,22 @@ _HIDDEN_ONLY = "hidden tests do not compile"
 _LEXER_ERRORS = frozenset({"E0748", "E0758", "E0762", "E0763", "E0765", "E0766"})
 """Unterminated raw strings, comments, characters, byte literals, strings and byte strings."""
 _SYNTAX_ERROR = re.compile(r"^error(?:\[\w+\])?: .*\n\s*--> (?:\S*/)?(src/[^:\s/]+\.rs):", re.MULTILINE)
-_LINT_NOTE = re.compile(r"^(  = note: (?:`#\[\w+\((clippy::\w+)\)\]` on by default|`--force-warn (clippy::[\w-]+)` "
-                        r"implied by `--force-warn clippy::\w+`))$", re.MULTILINE)
-"""rustc's once-per-compilation note on a lint's first message: its default level, or the forced group it is in
-(``harness.FORCE_WARN``; the lint's name spelled with dashes there)."""
+
+
+def _note_regex(lint: str, dashed: str) -> str:
+    """rustc's once-per-compilation note on a lint's first message, for the lint matched by ``lint`` (``clippy::x_y``)
+    or, in the form a forced group gives it (``harness.FORCE_WARN``), by ``dashed`` (``clippy::x-y``)."""
+    return (rf"  = note: (?:`#\[\w+\({lint}\)\]` on by default|`--force-warn {dashed}` "
+            rf"implied by `--force-warn clippy::\w+`)")
+
+
+_LINT_NOTE = re.compile("^(" + _note_regex(r"(clippy::\w+)", r"(clippy::[\w-]+)") + ")$", re.MULTILINE)
+"""Any lint's note line: the line, the lint as its default level names it, the lint as a forced group names it."""
 
 
 def _note_pattern(code: str) -> str:
-    """The note line of lint ``code`` (``clippy::x_y``) in either form of ``_LINT_NOTE``."""
-    dashed = code.replace("_", "-")
-    return (rf"^  = note: (?:`#\[\w+\({re.escape(code)}\)\]` on by default|`--force-warn {re.escape(dashed)}` "
-            rf"implied by `--force-warn clippy::\w+`)\n")
+    """The note line of lint ``code`` (``clippy::x_y``), in either form."""
+    return "^" + _note_regex(re.escape(code), re.escape(code.replace("_", "-"))) + "\n"
 
 
 def _once_notes(lines: list[str], notes: dict[str, str]) -> list[str]:

@@ -127,8 +127,10 @@ def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
 
 @functools.lru_cache(maxsize=256)
 def _reference_holes(reference: str) -> tuple[str, ...]:
+    if not reference.strip():
+        return ()
     tokens = tokenize(reference)
-    return soundness_holes(tokens) + macro_definitions(tokens) if reference.strip() else ()
+    return soundness_holes(tokens) + macro_definitions(tokens)
 
 
 def wants_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts) -> bool:
