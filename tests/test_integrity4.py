@@ -60,6 +60,22 @@ def test_a_namesake_of_the_required_fn_does_not_reach_the_hidden_tests(mode):
     assert neighbour.hidden_tests.passed == 3
 
 
+@pytest.mark.parametrize("mode", ["direct", "batch"])
+def test_hidden_tests_may_name_a_module_like_the_required_fn(mode):
+    """exercism's list-ops groups its tests in ``mod append { use super::*; ... }``: that module holds the name's type
+    namespace, so no type alias of ours may take it too (E0428), and the fn still reaches the tests inside."""
+    hidden = HiddenTests("use super::*;\n\nmod evens {\n    use super::*;\n\n    #[test]\n    fn some() {\n"
+                         "        assert_eq!(evens(&[2, 3]), vec![2]);\n    }\n}\n",
+                         reference=EVENS_REFERENCE, prompt=EVENS.prompt)
+    verifier = Verifier(VerifierConfig(mode=mode), workers=1)
+    try:
+        own, neighbour = verifier.verify_many([EVENS_REFERENCE, HONEST], [hidden, ADD], raw_code=True)
+    finally:
+        verifier.close()
+    assert own.build_ok and (own.hidden_tests.passed, own.hidden_tests.failed) == (1, 0), own
+    assert neighbour.hidden_tests.passed == 3
+
+
 def test_a_macro_is_no_hack_where_the_reference_defines_one_too():
     reference = ("macro_rules! twice {\n    ($e:expr) => {\n        $e * 2\n    };\n}\n\n"
                  "pub fn double(x: i32) -> i32 {\n    twice!(x)\n}\n")

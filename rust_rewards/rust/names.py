@@ -17,6 +17,7 @@ from rust_rewards.rust.lexer import _OPEN, Token, _bracket_pairs, comma_ranges, 
 _ITEM_KEYWORDS = frozenset({"fn", "struct", "enum", "union", "trait", "type", "const", "static", "mod"})
 _BLOCK_ITEMS = frozenset({"fn", "struct", "enum", "union", "trait", "mod", "impl", "extern", "macro_rules"})
 _STD_ROOTS = frozenset({"std", "core", "alloc"})
+_TYPE_KEYWORDS = frozenset({"mod", "struct", "enum", "union", "trait", "type"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class TopLevel:
     """The item names only a ``fn`` declares (no struct, trait, type, module, ... of the same name)."""
     macros: frozenset[str] = frozenset()
     """The names only a ``macro_rules!`` declares."""
+    types: frozenset[str] = frozenset()
+    """The item names in the type namespace (a module, struct, enum, union, trait or type alias declares them)."""
 
     def names(self, *, public: bool = False) -> frozenset[str]:
         """Every name bound at the top level (items and import leaves; ``public``: only ``pub`` ones)."""
@@ -172,7 +175,8 @@ def top_level(code: str) -> TopLevel:
             continue
         i, pub = end + 1, False
     return TopLevel(items, tuple(uses), frozenset(name for name, k in kinds.items() if k == {"fn"}),
-                    frozenset(name for name, k in kinds.items() if k == {"macro_rules"}))
+                    frozenset(name for name, k in kinds.items() if k == {"macro_rules"}),
+                    frozenset(name for name, k in kinds.items() if k & _TYPE_KEYWORDS))
 
 
 def type_references(code: str) -> dict[str, frozenset[str]]:
@@ -213,11 +217,6 @@ def reachable_types(code: str, roots: frozenset[str]) -> frozenset[str]:
     return frozenset(seen)
 
 
-def _own_imports(tests: str) -> frozenset[str]:
-    """Names the test source imports explicitly at its top level (importing one of them again is an error)."""
-    return frozenset(leaf.name for leaf, _ in top_level(tests).uses if leaf.name not in (None, "_"))
-
-
 def test_imports(reference: str, completion: str, tests: str, *, root: str = "super", public: bool = False,
                  extra: frozenset[str] = frozenset(), taken: frozenset[str] = frozenset()) -> str:
     """The imports that replace ``use ROOT::*;`` in hidden tests ``tests`` run against ``completion``.
@@ -231,7 +230,8 @@ def test_imports(reference: str, completion: str, tests: str, *, root: str = "su
     A name the reference (or the prompt) declares only as a fn comes in the value namespace alone: ``use`` would
     also bring a trait, type or macro of the completion's with the same name (a trait named like the required fn,
     whose by-value ``is_empty`` would win over ``Vec``'s), so it is glob-imported from a module of its own and its
-    type namespace is taken by a type alias of the tests' own, which an explicit item wins over a glob with.
+    type namespace is taken by a type alias of the tests' own, which an explicit item wins over a glob with (unless
+    the tests' top level declares that name in the type namespace itself, as exercism's ``mod append`` does).
 
     >>> test_imports("use std::collections::BTreeMap; pub fn f() {} pub struct S;",
     ...              "pub use std::vec::Vec as BTreeMap; pub fn f() {} pub trait Hack {} pub struct S;", "")
@@ -239,7 +239,8 @@ def test_imports(reference: str, completion: str, tests: str, *, root: str = "su
 use self::__rr_values::*; #[allow(dead_code, non_camel_case_types)] type f = ();'
     """
     ref = top_level(reference)
-    own = _own_imports(tests) | taken
+    tests_top = top_level(tests)
+    own = frozenset(leaf.name for leaf, _ in tests_top.uses if leaf.name not in (None, "_")) | taken
     textual = ref.macros if root == "super" else frozenset()  # in scope in the hidden module, not importable
     names = sorted(((frozenset(ref.items) | extra) & top_level(completion).names(public=public)) - own - textual)
     values = [name for name in names if name in ref.fns | (extra - frozenset(ref.items))]
@@ -253,7 +254,8 @@ use self::__rr_values::*; #[allow(dead_code, non_camel_case_types)] type f = ();
         inner = "super::super" if root == "super" else path
         lines += [f"mod __rr_values {{ pub(super) use {inner}::{{{', '.join(values)}}}; }}",
                   "use self::__rr_values::*;",
-                  *(f"#[allow(dead_code, non_camel_case_types)] type {name} = ();" for name in values)]
+                  *(f"#[allow(dead_code, non_camel_case_types)] type {name} = ();" for name in values
+                    if name not in tests_top.types)]
     return " ".join(lines)
 
 
