@@ -6,7 +6,8 @@ own tools.
         [--answer-format solution] [--external FILE --external-tasks 40 --external-n 2] [--batch-size 64]
         [--skip-base] [--out outputs/learning]
 
-1. Split the task file (default: the bundled tasks for `tiny`, the easy tier for `smollm2-cpu`) into a training
+1. Split the task files (default: the bundled tasks for `tiny`, the easy tier for `smollm2-cpu`; several, such as
+   the easy and medium tiers, are pooled and reported tier by tier too) into a training
    split and a held-out split by a hash of seed and task id; the tiny preset builds (or reuses) its warm-started
    model first.
 2. Sample ``--eval-n`` completions per task with ``inference.py`` (the training temperature, fixed seed, the
@@ -63,10 +64,10 @@ PRESETS = {"tiny": BUNDLED_TASKS, "smollm2-cpu": EASY_TASKS}
 SPLITS = ("train", "held-out")
 
 
-def split(task_file: Path, seed: int, held_out: float = 0.3) -> dict[str, list[dict]]:
-    """Task rows by split; a task's split depends only on the seed and its id."""
+def split(task_files: list[Path], seed: int, held_out: float = 0.3) -> dict[str, list[dict]]:
+    """Task rows of every file by split; a task's split depends only on the seed and its id."""
     out: dict[str, list[dict]] = {name: [] for name in SPLITS}
-    for task in load_tasks(str(task_file)):
+    for task in (t for f in task_files for t in load_tasks(str(f))):
         digest = hashlib.sha256(f"{seed}:{task.task_id}".encode()).digest()
         out["held-out" if digest[0] < held_out * 256 else "train"].append(task.to_row())
     return out
@@ -162,7 +163,8 @@ def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=tuple(PRESETS), default="tiny")
-    parser.add_argument("--task-file", default="", help="tasks to split (default: the preset's task set)")
+    parser.add_argument("--task-file", default="", help="tasks to split, comma-separated files (default: the preset's "
+                        "task set); a mix is also reported tier by tier")
     parser.add_argument("--sft-steps", type=int, default=0, help="supervised steps before GRPO (0: no SFT stage)")
     parser.add_argument("--steps", type=int, default=100, help="GRPO steps")
     parser.add_argument("--dpo-steps", type=int, default=0, help="DPO steps on cargo-ranked pairs (0: no DPO)")
@@ -200,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         from rust_rewards.train.tiny_model import build_tiny_model
 
         model = str(build_tiny_model(ROOT / model))
-    task_file = Path(args.task_file) if args.task_file else PRESETS[args.preset]
-    splits = split(task_file, args.seed)
+    task_files = [Path(f) for f in args.task_file.split(",") if f] or [PRESETS[args.preset]]
+    splits = split(task_files, args.seed)
     evaluated = [name for name in args.splits.split(",") if name]
     if unknown := set(evaluated) - set(SPLITS):
         parser.error(f"--splits: unknown {sorted(unknown)}; choose from {SPLITS}")
@@ -259,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     grpo_record = out / "grpo" / "params.json"
     grpo_params = json.loads(grpo_record.read_text()) if args.steps and grpo_record.is_file() else {}
     recipe = grpo_params.get("rewards", preset.rewards)
-    lines = [f"learning benchmark: {args.preset} ({model}), {task_file.name}: {len(splits['train'])} training "
+    lines = [f"learning benchmark: {args.preset} ({model}), {'+'.join(f.name for f in task_files)}: "
+             f"{len(splits['train'])} training "
              f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps "
              f"(rewards {resolve_weights(recipe, grpo_params.get('reward_weights', ''))}, loss "
              f"{grpo_params.get('loss_type', preset.loss_type)}, scale_rewards "
@@ -270,7 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         eval_dir = out / f"eval_{name}"
         predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]
         times[f"eval {name}"] = run("eval.py", "--tasks", str(file), *predictions, "--out", str(eval_dir), "--k", "1")
-        lines += report(pd.read_parquet(eval_dir / "results.parquet"), models, f"{name} split", args.seed, metrics)
+        results = pd.read_parquet(eval_dir / "results.parquet")
+        lines += report(results, models, f"{name} split", args.seed, metrics)
+        tiers = results["task_id"].map({t.task_id: t.difficulty for t in load_tasks(str(file))})
+        if tiers.nunique() > 1:  # a mix of task sets: each tier's own rows too
+            for tier in sorted(tiers.dropna().unique()):
+                lines += report(results[tiers == tier], models, f"{name} split, {tier} tier", args.seed, metrics)
     if args.steps:
         filtered = out / "grpo" / "pass_rates.json"
         if filtered.is_file():

@@ -1,4 +1,4 @@
-"""The shipped task sets (bundled and easy): schema checks, then every reference verified with real cargo by the
+"""The shipped task sets (bundled, easy and medium): schema checks, then every reference verified with real cargo by the
 project's verifier.
 
 Each reference solution must build, be clippy-clean and pass its hidden tests; the same code with every
@@ -43,7 +43,11 @@ class TaskSet:
 TASK_SETS = (
     TaskSet("bundled_tasks.jsonl", "bundled", "standard", r"rr-\d{3}-[a-z0-9-]+", 60, SHAPES),
     TaskSet("easy_tasks.jsonl", "bundled-easy", "easy", r"ez-\d{3}-[a-z0-9-]+", 50, ("unit",)),
+    TaskSet("medium_tasks.jsonl", "bundled-medium", "medium", r"md-\d{3}-[a-z0-9-]+", 60, ("unit",)),
 )
+WRONG_ANSWERS = Path(__file__).parent / "data" / "medium_wrong_answers.jsonl"
+"""Plausible wrong answers to the medium tier (off by one, a missed edge case, bytes for chars), one or more a task:
+each must build and fail a hidden test."""
 
 
 def load_rows(task_set: TaskSet) -> list[dict]:
@@ -152,6 +156,17 @@ def test_task_sets_share_no_task_or_prompt():
     assert len({row["prompt"] for row in rows}) == len(rows)
 
 
+def test_medium_tier_repeats_no_function_of_the_other_sets():
+    """A medium task is new work: none of its public fns has the name of an easy or bundled task's fn."""
+    def fns(task_set: TaskSet) -> Counter:
+        return Counter(n for row in load_rows(task_set)
+                       for n in set(re.findall(r"\bpub fn (\w+)", row["reference_code"])))
+
+    medium = fns(TASK_SETS[2])
+    assert not set(medium) & (set(fns(TASK_SETS[0])) | set(fns(TASK_SETS[1])))
+    assert medium.most_common(1)[0][1] == 1, medium.most_common(3)
+
+
 def test_tests_match_their_shape(tasks):
     for t in tasks:
         tests = t.reference_tests
@@ -209,7 +224,20 @@ def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
     assert not partly, f"hidden tests that pass without calling the solution: {partly}"
 
 
-@pytest.mark.parametrize("name", ["bundled_tasks.jsonl", "easy_tasks.jsonl"])
+@pytest.mark.slow
+def test_medium_wrong_answers_build_and_fail_a_hidden_test(verifier):
+    tasks = {t.task_id: t for t in (Task.from_row(row) for row in load_rows(TASK_SETS[2]))}
+    wrong = [json.loads(line) for line in WRONG_ANSWERS.read_text().splitlines()]
+    assert set(tasks) == {w["task_id"] for w in wrong}, "every medium task has a wrong answer"
+    reports = verifier.verify_many([w["code"] for w in wrong],
+                                   hidden=[tasks[w["task_id"]].hidden_tests() for w in wrong], raw_code=True)
+    not_building = [w["task_id"] for w, r in zip(wrong, reports, strict=True) if not r.build_ok]
+    assert not not_building, f"wrong answers that do not build (they must fail a test instead): {not_building}"
+    passing = [(w["task_id"], w["why"]) for w, r in zip(wrong, reports, strict=True) if r.hidden_ok]
+    assert not passing, f"wrong answers the hidden tests let pass: {passing}"
+
+
+@pytest.mark.parametrize("name", ["bundled_tasks.jsonl", "easy_tasks.jsonl", "medium_tasks.jsonl"])
 def test_the_repository_copy_of_a_task_set_is_the_package_data(name):
     """Presets read ``qwen3-rust-finetune/NAME``, the dry run and the wheel the package data: one content."""
     root = Path(__file__).resolve().parent.parent

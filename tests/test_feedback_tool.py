@@ -21,6 +21,7 @@ from rust_rewards.rewards.cargo_tool import (
     visible_level,
 )
 from rust_rewards.rust.extract import completion_text
+from rust_rewards.train.config import TOOL_WARM_SHARE
 from rust_rewards.verify.verifier import get_verifier
 
 ADD = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
@@ -103,4 +104,4 @@ def test_tiny_run_with_feedback_turns_calls_the_tool(tmp_path):
     params = json.loads((out / "params.json").read_text())
     assert params["feedback_turns"] == 1 and params["model"] == str(tmp_path / "model")
     marker = json.loads((tmp_path / "model" / "tiny_model.json").read_text())
-    assert marker["warm_start"]["tool_calls"] == 0.3 and marker["warm_start"]["tool_pairs"] > 0
+    assert marker["warm_start"]["tool_calls"] == TOOL_WARM_SHARE and marker["warm_start"]["tool_pairs"] > 0

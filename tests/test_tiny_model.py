@@ -10,14 +10,15 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2ForCausalLM
 
+from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.importers import TaskSourceError, load_file
 from rust_rewards.prompts import chat_messages
 from rust_rewards.rust.extract import extract_rust
 from rust_rewards.tasks import Task
 from rust_rewards.train.tiny_model import (
     BUILTIN_EXEMPLARS,
-    BUNDLED_TASKS,
     MARKER,
+    TINY_TASKS,
     WarmStart,
     answer_block,
     build_tiny_model,
@@ -150,22 +151,20 @@ def test_warm_start_pairs():
                            "    fn test_a() {\n        assert!(a());\n    }\n}\n```")
     with pytest.raises(TaskSourceError, match="not found"):
         warm_start_pairs("/nonexistent/tasks.jsonl")
-    if not BUNDLED_TASKS.is_file():
-        assert warm_start_pairs() == builtin
-        return
-    tasks = load_file(BUNDLED_TASKS)
-    bundled = warm_start_pairs()
-    assert bundled[:len(builtin)] == builtin and [p for p, _ in bundled[len(builtin):]] == [t.prompt for t in tasks]
-    own = [(t, a) for t, (_, a) in zip(tasks, bundled[len(builtin):], strict=True) if t.reference_code.strip() in a]
-    assert len(own) >= 2 and all("#[cfg(test)]" in a for _, a in own)
+    tasks = load_file(EASY_TASKS)[:TINY_TASKS]
+    starter = warm_start_pairs()
+    assert starter[:len(builtin)] == builtin and [p for p, _ in starter[len(builtin):]] == [t.prompt for t in tasks]
+    own = [(t, a) for t, (_, a) in zip(tasks, starter[len(builtin):], strict=True) if t.reference_code.strip() in a]
+    assert len(own) == TINY_TASKS and all("#[cfg(test)]" in a for _, a in own)
 
 
 def test_warm_start_answers_all_pass_cargo():
-    """Every answer the warm start teaches builds, passes clippy and its test; bundled ones pass hidden tests."""
+    """Every answer the warm start teaches builds, passes clippy and its test; the starter tasks' pass their hidden
+    tests."""
     answers = sorted({a for _, a in warm_start_pairs()})
-    tasks = load_file(BUNDLED_TASKS) if BUNDLED_TASKS.is_file() else []
+    tasks = load_file(EASY_TASKS)[:TINY_TASKS]
     hidden = {a: t.hidden_tests() for t in tasks for a in answers if t.reference_code.strip() in a}
-    assert len(hidden) >= 2 or not tasks
+    assert len(hidden) >= TINY_TASKS  # a built-in exemplar may hold a starter reference too (add)
     reports = get_verifier().verify_many(answers, [hidden.get(a) for a in answers])
     for answer, report in zip(answers, reports, strict=True):
         assert report.build_ok and report.clippy_ok, (answer, report.diagnostics)
@@ -188,18 +187,18 @@ def test_train_warm_start_lowers_the_loss(tiny):
 
 @pytest.mark.slow
 def test_warm_started_model_writes_rust_that_cargo_judges(tiny):
-    """Sampled like GRPO does (temperature 1, 64 new tokens): most answers hold a ```rust block, and cargo
-    accepts some of them and rejects others, so the rewards of a tiny training run vary."""
+    """Sampled like the tiny preset does (temperature 1, 128 new tokens, two samples of each starter task): most
+    answers hold a ```rust block, and cargo accepts some of them and rejects others, so the rewards of a tiny training
+    run vary."""
     tok = AutoTokenizer.from_pretrained(tiny)
     model = AutoModelForCausalLM.from_pretrained(tiny)
-    tasks = load_file(BUNDLED_TASKS) if BUNDLED_TASKS.is_file() else []
-    prompts = [t.prompt for t in tasks] or [p for ex in BUILTIN_EXEMPLARS for p in ex.prompts]
+    prompts = [t.prompt for t in load_file(EASY_TASKS)[:TINY_TASKS] for _ in range(2)]
     torch.manual_seed(0)
     completions = []
     for prompt in prompts:
         enc = tok.apply_chat_template(chat_messages(prompt), add_generation_prompt=True, return_dict=True,
                                       return_tensors="pt")
-        out = model.generate(**enc, max_new_tokens=64, do_sample=True, temperature=1.0, top_p=1.0, top_k=0)
+        out = model.generate(**enc, max_new_tokens=128, do_sample=True, temperature=1.0, top_p=1.0, top_k=0)
         completions.append(tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True))
     fenced = [c for c in completions if c.lstrip().startswith("```rust") and "fn " in extract_rust(c)]
     assert len(fenced) > len(prompts) / 2, completions[:5]

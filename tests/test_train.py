@@ -26,6 +26,7 @@ import rust_rewards.verify.executors as executors
 import rust_rewards.verify.verifier as verifier_module
 from rust_rewards.report import Report
 from rust_rewards.rewards import ASYNC_REWARD_FUNCS, RECIPES, REWARD_FUNCS
+from rust_rewards.runs.records import load_completions
 from rust_rewards.tasks import Task
 from rust_rewards.train.callbacks import RunLogCallback
 from rust_rewards.train.checkpoints import find_checkpoint
@@ -353,8 +354,20 @@ def test_wandb_sees_reward_share(tasks_file, tiny_dir, tmp_path, monkeypatch):
     assert names == REWARD_NAMES and trainer.args.report_to == ["wandb"]
 
 
+def test_the_main_job_gives_grpo_groups_with_mixed_rewards(script_run):
+    """README's main job must show GRPO at work: the tiny model recalls its starter tasks in part, so a group's
+    completions earn different rewards (GRPO's advantage is zero in a tied group) and the loss is not zero."""
+    completions = load_completions(script_run.out)
+    distinct = completions.groupby(["step", "task_id"])["reward"].nunique()
+    assert (distinct > 1).any(), distinct
+    assert completions["hidden_ok"].any() and not completions["hidden_ok"].all()
+    losses = [json.loads(line).get("loss") for line in (script_run.out / "metrics.jsonl").read_text().splitlines()]
+    assert any(loss for loss in losses), losses
+
+
 def test_script_mode_cli_with_offline_wandb(script_run):
     assert "step 2/2 | reward" in script_run.stdout and "done: 2 steps" in script_run.stdout
+    assert "what changed: mean reward" in script_run.stdout.splitlines()[-1]
     assert json.loads((script_run.out / "params.json").read_text())["wandb"] is True
     assert (script_run.out / "adapter" / "adapter_model.safetensors").is_file()
     assert list((script_run.wandb_dir / "wandb").glob("offline-run-*"))

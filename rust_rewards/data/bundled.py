@@ -9,3 +9,7 @@ difficulty ``standard``."""
 EASY_TASKS = Path(__file__).with_name("easy_tasks.jsonl")
 """60 one-function std-only tasks (difficulty ``easy``) for models too small for the bundled set, such as
 SmolLM2-135M: the held-out split where learning on CPU can show."""
+
+MEDIUM_TASKS = Path(__file__).with_name("medium_tasks.jsonl")
+"""69 std-only tasks one step above the easy tier (difficulty ``medium``): one loop, one branch chain, ``Option`` and
+``Result``, ``&str`` and slices, a small struct or enum with methods; no fn name of the easy or bundled sets."""

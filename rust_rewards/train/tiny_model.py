@@ -2,9 +2,10 @@
 
 Nothing is downloaded: the tokenizer is a byte-level BPE trained on a Rust + English corpus generated
 here, and the model is a randomly initialised ``Qwen2ForCausalLM`` given a short supervised warm start
-(``WarmStart``) so that it answers chat prompts with a ```rust block that cargo sometimes accepts and
-sometimes rejects: the reward functions then see real, varied verdicts. ``qwen_shape_config`` gives the
-exact shape of a real Qwen2.5-Coder model (random weights) for GPU benchmarks without the hub.
+(``WarmStart``) on the references of the easy tier's first ``TINY_TASKS`` tasks (the tiny preset's training set)
+and a few built-in exemplars, so that it answers those prompts with a ```rust block that is sometimes right, sometimes
+wrong and sometimes does not build: the groups of the main job see rewards that differ. ``qwen_shape_config`` gives
+the exact shape of a real Qwen2.5-Coder model (random weights) for GPU benchmarks without the hub.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from rust_rewards.data.bundled import BUNDLED_TASKS
+from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.importers import load_file
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.tasks import Task
@@ -261,10 +262,15 @@ BUILTIN_EXEMPLARS = (
              'assert_eq!(count_vowels("rust"), 1);',
              ("Write `pub fn count_vowels(s: &str) -> usize`.", "Count the vowels in a string.")),
 )
-"""Built-in warm-start answers, used with or without the bundled tasks."""
+"""Built-in warm-start answers, used with or without the starter tasks."""
+
+TINY_TASKS = 12
+"""The easy tier's first tasks the tiny model is warm-started on and the tiny preset trains on: a 0.4M model recalls
+12 answers in part (on 8 samples at temperature 1.0 every group's rewards differed, 50 of 96 answers passed), where
+the 56 of the whole tier left it writing code that never built."""
 
 MAX_EXEMPLAR_CHARS = 330
-"""A bundled reference solution becomes a warm-start answer when the whole answer fits in this many
+"""A starter task's reference solution becomes a warm-start answer when the whole answer fits in this many
 characters (about 110 tokens of the tiny tokenizer: complete within a 128-token completion)."""
 
 _FIRST_FN = re.compile(r"^pub fn (\w+)", re.MULTILINE)
@@ -274,20 +280,17 @@ _FIRST_FN = re.compile(r"^pub fn (\w+)", re.MULTILINE)
 class WarmStart:
     """The supervised warm start: next-token loss on (chat prompt -> short ```rust answer) pairs.
 
-    The answers are a handful of short, complete programs (``BUILTIN_EXEMPLARS`` plus the bundled
-    reference solutions short enough, see ``warm_start_pairs``); the prompts are the bundled task
-    prompts (each paired with one of those answers) and the exemplars' own prompts. Loss is on the
-    answer tokens only; AdamW with linear warmup then cosine decay. ``threads`` caps torch's CPU
-    threads during the warm start (restored afterwards). The weights are the same from build to build for one
-    count, not across counts: the default model keeps 1 thread so that it, and what was measured with it, stays as
-    it was (2 threads build it in 18 s instead of 29 s on a 2-core Intel Xeon).
+    The pairs are ``warm_start_pairs``': the built-in exemplars and the starter tasks' own references. Loss is on the
+    answer tokens only; AdamW with linear warmup then cosine decay. ``threads`` caps torch's CPU threads during the
+    warm start (restored afterwards); the weights are the same from build to build for one thread count, not across
+    counts (400 steps take 27 s on 2 threads of a 2-core AMD EPYC).
     """
 
-    steps: int = 250
+    steps: int = 400
     batch_size: int = 8
     lr: float = 1e-2
     warmup_steps: int = 20
-    threads: int = 1
+    threads: int = 2
     tool_calls: float = 0.0
     """Share of the pairs also taught in the feedback-turn format (``tool_pairs``); 0 for the default model."""
 
@@ -302,7 +305,7 @@ def answer_block(code: str, name: str | None = None, assertion: str | None = Non
     return f"```rust\n{code}\n\n{tests}\n```"
 
 
-def _bundled_exemplar(task: Task) -> str | None:
+def _task_exemplar(task: Task) -> str | None:
     """The task's reference solution with its first one-line assertion as a test, if short enough."""
     match = _FIRST_FN.search(task.reference_code)
     if task.test_shape not in ("unit", "main") or match is None:
@@ -316,28 +319,27 @@ def _bundled_exemplar(task: Task) -> str | None:
     return answer if len(answer) <= MAX_EXEMPLAR_CHARS else None
 
 
-def warm_start_pairs(tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
-                     seed: int = 0) -> list[tuple[str, str]]:
+def warm_start_pairs(tasks_path: str | os.PathLike[str] | None = EASY_TASKS, seed: int = 0,
+                     limit: int | None = TINY_TASKS) -> list[tuple[str, str]]:
     """The (task prompt, answer) pairs of the warm start.
 
-    Answers: each built-in exemplar with and without its test module, and every bundled task whose
-    reference solution fits ``MAX_EXEMPLAR_CHARS`` (with one of its own assertions as a test). Prompts:
-    the exemplars' own prompts (also lengthened with English filler, so long prompts are seen without
-    the bundled file), and every task prompt with its own answer or a seeded random exemplar.
-    ``tasks_path=None``, or the default bundled file missing, leaves the built-in pairs only; any other
-    task file must exist.
+    Answers: each built-in exemplar with and without its test module, and the reference of each of the first
+    ``limit`` tasks (None: all) of ``tasks_path`` that fits ``MAX_EXEMPLAR_CHARS`` (with one of its own assertions as
+    a test).
+    Prompts: the exemplars' own prompts (also lengthened with English filler, so long prompts are seen), and each of
+    those tasks' prompts with its own answer, or a seeded random exemplar when its reference is too long.
+    ``tasks_path=None``, or the default file missing, leaves the built-in pairs only; any other task file must exist.
     """
     rng = random.Random(seed)
-    absent = tasks_path is None or Path(tasks_path) == BUNDLED_TASKS and not BUNDLED_TASKS.is_file()
-    tasks = [] if absent else load_file(tasks_path)
+    absent = tasks_path is None or Path(tasks_path) == EASY_TASKS and not EASY_TASKS.is_file()
+    tasks = [] if absent else load_file(tasks_path)[:limit]
     pairs: list[tuple[str, str]] = []
     for ex in BUILTIN_EXEMPLARS:
         filler = " ".join(rng.sample(_ENGLISH, k=6))
         for prompt in (*ex.prompts, f"{ex.prompts[0]} {filler}"):
             pairs += [(prompt, answer_block(ex.code, ex.name, ex.assertion)), (prompt, answer_block(ex.code))]
     answers = [answer for _, answer in pairs]
-    own = {t.task_id: a for t in tasks if (a := _bundled_exemplar(t)) is not None}
-    answers += own.values()
+    own = {t.task_id: a for t in tasks if (a := _task_exemplar(t)) is not None}
     pairs += [(t.prompt, own.get(t.task_id) or rng.choice(answers)) for t in tasks]
     return pairs
 
@@ -491,11 +493,12 @@ def build_tiny_model(
     vocab_size: int = 4096,
     seed: int = 0,
     warm_start: WarmStart | None = WarmStart(),
-    tasks_path: str | os.PathLike[str] | None = BUNDLED_TASKS,
+    tasks_path: str | os.PathLike[str] | None = EASY_TASKS,
+    task_limit: int | None = TINY_TASKS,
 ) -> Path:
     """Build (or reuse) a tiny Qwen2 causal LM and its tokenizer in ``out_dir``.
 
-    ``warm_start`` (None: keep the random init) runs on ``warm_start_pairs(tasks_path, seed)``.
+    ``warm_start`` (None: keep the random init) runs on ``warm_start_pairs(tasks_path, seed, task_limit)``.
     The result loads with ``AutoModelForCausalLM.from_pretrained(out_dir)`` and
     ``AutoTokenizer.from_pretrained(out_dir)``. A complete build with the same parameters and warm-start
     corpus is reused; otherwise the model is built in a temporary sibling directory and moved into place.
@@ -505,7 +508,7 @@ def build_tiny_model(
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     out = Path(out_dir)
-    pairs = warm_start_pairs(tasks_path, seed) if warm_start is not None else []
+    pairs = warm_start_pairs(tasks_path, seed, task_limit) if warm_start is not None else []
     tools = tool_pairs(pairs, warm_start.tool_calls, seed) if warm_start is not None and warm_start.tool_calls else []
     params = _params(hidden_size, num_layers, vocab_size, seed, warm_start, pairs, tools)
     if _is_complete(out, params):
