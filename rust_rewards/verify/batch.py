@@ -64,7 +64,14 @@ from rust_rewards.verify.harness import (
     skipped_hidden,
 )
 from rust_rewards.verify.sandbox import Limits
-from rust_rewards.verify.single import task_checked, task_facts, task_variants, verify_code, wants_variants
+from rust_rewards.verify.single import (
+    reference_observations,
+    task_checked,
+    task_facts,
+    task_variants,
+    verify_code,
+    wants_variants,
+)
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
 MAX_ROUNDS = 3
@@ -571,7 +578,8 @@ def _member_job(job: Job, m: _Member, durations: dict[str, float]) -> Job:
     names = (tuple(f"{m.module}::{name}" for name in m.hidden_names),) if m.hidden is not None else ()
     layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
                      hidden_names=names, tree=tree, seals=(tree.hidden,), variant_codes=m.variants)
-    return Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations)
+    expected = reference_observations(m.hidden, job.config, job.slot) if m.hidden is not None else None
+    return Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations, expected_notes=expected)
 
 
 def _run_member(job: Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:

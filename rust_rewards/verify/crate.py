@@ -46,6 +46,7 @@ from rust_rewards.rust.lexer import (
 from rust_rewards.rust.names import test_imports
 from rust_rewards.rust.signatures import required_items
 from rust_rewards.tasks import HiddenTests
+from rust_rewards.verify.observe import observable, observe_assertions
 
 HIDDEN = f"{HIDDEN_PREFIX}_hidden"
 """Prefix of the hidden module / test-target name; each crate appends a random suffix."""
@@ -108,8 +109,10 @@ class SealedTest:
     nonce: str
     ignored: bool = False
     local: str = ""
-    should_panic: bool = False
     """The test's name in the model's own code (a variant's copy has the variant's module in front of it)."""
+    should_panic: bool = False
+    note_tag: str = ""
+    """The tag of the notes its assertions write (``observe.observe_assertions``; hidden tests judged by them)."""
 
     @property
     def key(self) -> str:
@@ -266,11 +269,21 @@ def hidden_module_source(hidden: HiddenTests, code: str) -> tuple[str, tuple[Sea
     """The hidden module's source for unit/main shapes, sealed, and its tests (names inside that module); their
     glob import of the solution is ``solution_imports``."""
     text = hidden.text.rstrip() + "\n" + (_MAIN_WRAPPER if hidden.shape == "main" else "")
-    sealed, tests = seal_tests(_without_glob(text, "super"))
+    sealed, tests = _observed_seals(_without_glob(text, "super"), hidden)
     if hidden.shape == "main":
         tests = tuple(t for t in tests if t.name == "hidden_main")
     head = "#![allow(unused_imports, dead_code)]\n" + solution_imports(hidden, code, text, "super") + "\n\n"
     return head + shielded(sealed, hidden.edition), tests
+
+
+def _observed_seals(text: str, hidden: HiddenTests) -> tuple[str, tuple[SealedTest, ...]]:
+    """Hidden test source sealed, its assertions noting what they compare when the task's tests can be judged by
+    their notes (``observe.observable``)."""
+    if not observable(hidden.text, hidden.reference):
+        return seal_tests(text)
+    text, tag = observe_assertions(text)
+    sealed, tests = seal_tests(text)
+    return sealed, tuple(replace(t, note_tag=tag) for t in tests)
 
 
 def _without_glob(text: str, root: str) -> str:
@@ -396,7 +409,7 @@ def write_crate(root: Path, code: str, hidden: HiddenTests | None,
             path = root / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             if _is_test_file(rel):
-                text, tests = seal_tests(_without_glob(text, lib_name))
+                text, tests = _observed_seals(_without_glob(text, lib_name), hidden)
                 text = shielded(text, edition) + solution_imports(hidden, code, text, lib_name) + "\n"
                 integration.append(rel)
                 seals.append(tests)

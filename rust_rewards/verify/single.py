@@ -63,6 +63,7 @@ from rust_rewards.verify.harness import (
     settle_harness,
     skipped_hidden,
 )
+from rust_rewards.verify.observe import observable
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
@@ -93,6 +94,16 @@ def verify_code(
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
         return task_checked(Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts,
                                    mode=config.mode), code, hidden)
+    expected = reference_observations(hidden, config, slot) if hidden is not None else None
+    verdict, _ = _in_crate(code, hidden, config, slot, facts, first, expected_notes=expected)
+    return task_checked(replace(verdict, code_hash=key), code, hidden)
+
+
+def _in_crate(code: str, hidden: HiddenTests | None, config: VerifierConfig, slot: int, facts,
+              first: sandbox.RunResult | None = None, *, expected_notes: dict[str, tuple[str, ...]] | None = None,
+              note_runs: int = 1) -> tuple[Report, dict[str, tuple[str, ...]]]:
+    """Write ``code``'s crate, verify it (``config.mode`` cargo or direct) and remove it: the report and what the hidden
+    tests noted (``Job.observed``, with ``note_runs`` > 1)."""
     tc = find_toolchain()
     iso = sandbox.detect_isolation()
     if iso.drop_uid:
@@ -106,12 +117,36 @@ def verify_code(
         crate_dir.mkdir()
         layout = write_crate(crate_dir, code, hidden, variants)
         sandbox.prepare_dir(crate_dir, slot)
-        job = Job(layout, tc, config, slot, base / "logs")
+        job = Job(layout, tc, config, slot, base / "logs", expected_notes=expected_notes, note_runs=note_runs)
         verdict = (_verify_cargo(job, code, facts) if config.mode == "cargo"
                    else _verify_direct(job, code, facts, first))
-        return task_checked(replace(verdict, code_hash=key, isolation=iso.layers), code, hidden)
+        return replace(verdict, isolation=iso.layers), job.observed
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+NOTE_RUNS = 3
+"""Runs of the reference's hidden tests: a test is judged by its notes only when all three noted the same."""
+
+
+def reference_observations(hidden: HiddenTests, config: VerifierConfig,
+                           slot: int = 0) -> dict[str, tuple[str, ...]] | None:
+    """What each hidden test's assertions compare with the task's reference as the solution (``observe``), for the
+    tests that passed ``NOTE_RUNS`` runs with the same notes; None when the task's tests cannot be judged by notes.
+    Computed once per task and process (in ``direct`` mode when ``config`` is batch mode's)."""
+    if not observable(hidden.text, hidden.reference):
+        return None
+    key = (hidden, config.fingerprint())
+    with _OBSERVED_LOCK:
+        task_lock = _OBSERVING.setdefault(key, threading.Lock())
+    with task_lock:  # one run per task: the other workers wait for it rather than repeat it
+        if key in _OBSERVED:
+            return _OBSERVED[key]
+        own = replace(config, mode="cargo" if config.mode == "cargo" else "direct")
+        report, observed = _in_crate(hidden.reference, hidden, own, slot, task_facts(hidden.reference, hidden),
+                                     note_runs=NOTE_RUNS)
+        _OBSERVED[key] = observed if report.build_ok else None
+        return _OBSERVED[key]
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
@@ -175,6 +210,9 @@ _WRONG: dict[tuple[HiddenTests, str], str | None] = {}
 
 
 _WRONG_LOCK = threading.Lock()
+_OBSERVED: dict[tuple, dict[str, tuple[str, ...]] | None] = {}
+_OBSERVED_LOCK = threading.Lock()
+_OBSERVING: dict[tuple, threading.Lock] = {}
 
 
 def wrong_variant(hidden: HiddenTests, config: VerifierConfig, slot: int = 0) -> str | None:
