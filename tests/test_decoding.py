@@ -23,8 +23,11 @@ from rust_rewards.train.rollouts import EngineGRPOTrainer
 from rust_rewards.train.trainers import build_grpo_trainer
 from rust_rewards.train.trl_configs import grpo_config
 
-BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+EASY = ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl"
+"""The tiny preset's tasks: the tiny model answers their prompts, some answers end before others."""
 GREEDY = SamplingParams(n=1, greedy=True, max_new_tokens=40)
+LONG = 128
+"""Room for a whole answer of the tiny model (its warm-start answers take up to about 110 tokens)."""
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +38,7 @@ def generator(tiny_model_dir):
 @pytest.fixture(scope="module")
 def prompts(generator):
     """Prompts of different lengths, each asked several times, interleaved (A B A C B A ...)."""
-    tasks = load_tasks(str(BUNDLED))[:5]
+    tasks = load_tasks(str(EASY))[:5]
     texts = [generator.render(t.prompt) for t in tasks]
     assert len({len(generator.tokenizer(t)["input_ids"]) for t in texts}) > 1
     return [texts[i % len(texts)] for i in range(13)] + [texts[0]] * 4
@@ -58,15 +61,15 @@ def test_greedy_tokens_equal_the_padded_path(generator, prompts, engine, batch_s
 
 
 def test_grouped_samples_vary_and_stop_at_their_end(generator, prompts):
-    params = SamplingParams(n=4, temperature=1.0, top_p=1.0, max_new_tokens=40)
+    params = SamplingParams(n=4, temperature=1.0, top_p=1.0, max_new_tokens=LONG)
     torch.manual_seed(0)
     generator.engine = "grouped"
     gens = generator.generate(prompts, params)
     assert len(gens) == len(prompts)
     assert len({g.text for g in gens}) > len(prompts) // 2
     lengths = {g.tokens for g in gens}
-    assert len(lengths) > 2 and max(lengths) <= 40, "sequences end at different lengths, none past the limit"
-    assert not any(g.truncated for g in gens if g.tokens < 40)
+    assert len(lengths) > 2 and max(lengths) <= LONG, "sequences end at different lengths, none past the limit"
+    assert not any(g.truncated for g in gens if g.tokens < LONG)
 
 
 def test_finished_sequences_leave_the_batch(generator, prompts):
@@ -76,7 +79,7 @@ def test_finished_sequences_leave_the_batch(generator, prompts):
         lambda module, args, kwargs: rows.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
     torch.manual_seed(0)
     try:
-        _texts(generator, prompts[:8], SamplingParams(n=1, temperature=1.0, top_p=1.0, max_new_tokens=40),
+        _texts(generator, prompts[:8], SamplingParams(n=1, temperature=1.0, top_p=1.0, max_new_tokens=LONG),
                "grouped", batch_size=8)
     finally:
         hook.remove()
@@ -133,9 +136,9 @@ def test_unknown_engine_is_refused(generator):
 def test_grpo_rollouts_equal_trls_own_path_under_greedy(tiny_model_dir, tmp_path):
     """EngineGRPOTrainer's grouped rollouts give TRL's padded ``generate`` tokens (greedy), cut after the end."""
     p = resolve_params(params_from_mapping({
-        "preset": "tiny", "output-dir": str(tmp_path / "out"), "data": str(BUNDLED), "model": str(tiny_model_dir),
-        "num-generations": 4, "per-device-train-batch-size": 8, "max-completion-length": 48}))
-    trainer = build_grpo_trainer(p, load_tasks(str(BUNDLED))[:4])
+        "preset": "tiny", "output-dir": str(tmp_path / "out"), "data": str(EASY), "model": str(tiny_model_dir),
+        "num-generations": 4, "per-device-train-batch-size": 8, "max-completion-length": LONG}))
+    trainer = build_grpo_trainer(p, load_tasks(str(EASY))[:4])
     assert isinstance(trainer, EngineGRPOTrainer) and trainer.generation_engine == "grouped"
     dropouts = [m for m in trainer.model.modules() if isinstance(m, torch.nn.Dropout)]
     assert dropouts and all(m.p == 0 for m in dropouts), "--disable-dropout (default) reaches the LoRA dropout"
@@ -143,11 +146,11 @@ def test_grpo_rollouts_equal_trls_own_path_under_greedy(tiny_model_dir, tmp_path
     tokenizer = trainer.processing_class
     prompt_ids = [tokenizer.apply_chat_template([{"role": "user", "content": t.prompt}], add_generation_prompt=True,
                                                 tokenize=True, return_dict=True)["input_ids"]
-                  for t in load_tasks(str(BUNDLED))[:3] for _ in range(4)]
+                  for t in load_tasks(str(EASY))[:3] for _ in range(4)]
     ours, _ = trainer._generate_single_turn(prompt_ids, None, {}, 4)
     trls, _ = GRPOTrainer._generate_single_turn(trainer, prompt_ids, None, {}, 4)
     assert ours == trls and len(ours) == 12
-    assert any(len(c) < 48 for c in ours)
+    assert any(len(c) < LONG for c in ours)
 
 
 def test_engine_and_steps_per_generation_reach_trls_config():

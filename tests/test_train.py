@@ -131,7 +131,7 @@ def test_relative_paths(tmp_path, monkeypatch):
     assert defaults.model == str(ROOT / "outputs" / "tiny-model")
     tools = resolve_params(params_from_mapping({"feedback-turns": 1, "max-completion-length": 320}))
     assert tools.model == str(ROOT / "outputs" / "tiny-model-tools")  # warm-started to call cargo_check
-    assert defaults.data == str(ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl")
+    assert defaults.data == str(ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl") and defaults.max_tasks == 12
     assert defaults.output_dir == str(ROOT / "outputs" / "train-tiny") and defaults.run_name == "train-tiny"
     (tmp_path / "mine.jsonl").write_text("")
     typed = resolve_params(params_from_mapping({"output-dir": "runs/a", "data": "mine.jsonl", "model": "m"}))
