@@ -69,13 +69,15 @@ class OwnTestChecks:
     ``variants``: what they were to run against (``reference``, ``mutant``); ``compiled``: they compiled against
     those; ``valid``: own tests that passed on the completion and on the reference (on the completion alone when
     there is no reference); ``discriminating``: of those, the ones that failed on a wrong variant (a test that
-    also passes on a wrong solution proves nothing).
+    also passes on a wrong solution proves nothing); ``ran``: False when the copies were not run because the
+    solution fails a hidden test, so no reward depends on them (``valid`` and ``discriminating`` stay 0).
     """
 
     variants: tuple[str, ...] = ()
     compiled: bool = False
     valid: int = 0
     discriminating: int = 0
+    ran: bool = True
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,8 @@ class Report:
                           self.own_tests.summary_seen),
             "hidden_tests": None if self.hidden_tests is None else (
                 self.hidden_tests.passed, self.hidden_tests.failed, self.hidden_tests.summary_seen),
-            "own_checks": (self.own_checks.compiled, self.own_checks.valid, self.own_checks.discriminating),
+            "own_checks": (self.own_checks.compiled, self.own_checks.ran, self.own_checks.valid,
+                           self.own_checks.discriminating),
             "timed_out": sorted(self.timed_out),
             "hack_reasons": sorted(self.hack_reasons),
             "off_task": sorted(self.off_task),
@@ -221,8 +224,8 @@ class Report:
             "forbidden": list(self.source.forbidden),
             "off_task": list(self.off_task),
             "mismatched": list(self.mismatched),
-            "own_tests_valid": self.own_checks.valid,
-            "own_tests_discriminating": self.own_checks.discriminating,
+            "own_tests_valid": self.own_checks.valid if self.own_checks.ran else None,
+            "own_tests_discriminating": self.own_checks.discriminating if self.own_checks.ran else None,
             "diagnostics": self.diagnostics,
             "verify_seconds": round(sum(self.durations.values()), 4),
             "internal_error": self.internal_error,

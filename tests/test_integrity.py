@@ -76,8 +76,9 @@ def test_attacks_earn_no_test_reward(reports, mode, shape, name):
 def test_a_partly_wrong_solution_earns_nothing_for_its_tests(reports, mode, shape):
     r = reports[(mode, shape, "partly_wrong_tested_where_right")]
     rewards = rewards_from_report(r)
-    assert r.tests_ok and r.own_checks.valid == 1 and r.own_checks.discriminating == 1  # good tests...
-    assert r.hidden_tests.passed < r.hidden_tests.expected  # ...of a solution the hidden tests catch
+    assert r.tests_ok and r.own_checks.compiled  # its tests pass and compile against the variants...
+    assert r.hidden_tests.passed < r.hidden_tests.expected  # ...but the hidden tests catch the solution
+    assert not r.own_checks.ran and (r.own_checks.valid, r.own_checks.discriminating) == (0, 0)  # copies not run
     assert r.hidden_tests.passed > 0 or shape == "main"  # (a MultiPL-E main is one test: all or nothing)
     assert (rewards["test_reward"], rewards["assertion_reward"]) == (0.0, 0.0)
     assert rewards["hidden_test_reward"] == pytest.approx(2.0 * r.hidden_fraction)

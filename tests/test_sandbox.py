@@ -320,6 +320,37 @@ def test_model_program_exit_127_and_fake_message_is_its_own_failure(box):
     assert results["hidden:0"].returncode == 0
 
 
+def test_steps_that_wait_on_a_group_run_only_while_it_passes(box):
+    """``while_ok``: a variant's copy runs only while every hidden test exited 0; ``after`` chains (a mutant's copy
+    after the reference's copy) skip what follows a skipped step."""
+    hidden_ok = [Step("hidden:0", ["/bin/true"], group="hidden"), Step("hidden:1", ["/bin/true"], group="hidden")]
+    hidden_bad = [Step("hidden:0", ["/bin/true"], group="hidden"), Step("hidden:1", ["/bin/false"], group="hidden")]
+    copies = [Step("home", ["/bin/true"]),
+              Step("ref", ["/bin/true"], after="home", while_ok="hidden"),
+              Step("mutant", ["/bin/true"], after="ref", while_ok="hidden"),
+              Step("failing-ref", ["/bin/false"], after="home", while_ok="hidden"),
+              Step("after-failing-ref", ["/bin/true"], after="failing-ref", while_ok="hidden")]
+    ran = _run(box, [*hidden_ok, *copies])
+    assert [ran[n].returncode for n in ("ref", "mutant", "failing-ref", "after-failing-ref")] == [
+        0, 0, 1, sandbox.SKIPPED]
+    ran = _run(box, [*hidden_bad, *copies])
+    assert ran["hidden:1"].returncode == 1 and ran["home"].returncode == 0
+    assert {ran[n].returncode for n in ("ref", "mutant", "failing-ref", "after-failing-ref")} == {sandbox.SKIPPED}
+
+
+def test_a_copy_on_the_next_mutant_is_skipped_once_the_test_killed_one(box):
+    """``unless_failed``: a failure in time skips the step; a pass, a skip or a time-out does not."""
+    steps = [Step("home", ["/bin/true"]),
+             Step("m0", ["/bin/true"], after="home"),
+             Step("m1", ["/bin/false"], after="home", unless_failed="m0"),
+             Step("m2", ["/bin/true"], after="home", unless_failed="m1"),
+             Step("m3", ["/bin/sleep", "5"], after="home", unless_failed="m0"),
+             Step("m4", ["/bin/true"], after="home", unless_failed="m3")]
+    ran = _run(box, steps)
+    assert [ran[n].returncode for n in ("m0", "m1", "m2")] == [0, 1, sandbox.SKIPPED]
+    assert ran["m3"].timed_out and ran["m4"].returncode == 0  # 1 s + 10 x home's time: sleep 5 runs out
+
+
 def test_our_program_that_cannot_run_is_a_sandbox_error(box):
     _crate, ours, _logs = box
     for program in (str(ours / "not-executable"), "/nonexistent/rustc", "no-such-rustc"):

@@ -131,16 +131,44 @@ class TestPlan:
 
 
 def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bool,
-           after: dict[str, str] | None = None) -> list[sandbox.Step]:
+           after: dict[str, str] | None = None, while_ok: str = "",
+           unless_failed: dict[str, str] | None = None) -> list[sandbox.Step]:
     """One process per test, by exact name (hidden tests include ``#[ignore]``d ones; own ignored tests do not
     run). Timeout groups: the own tests, each variant's copies of them, the hidden tests.
-    ``after``: for a variant's copies, the own test's step each one repeats (``Step.after``: a copy runs only
-    when the test passed at home, with a time limit from the time it took there)."""
+    ``after``: for a variant's copies, the step each one repeats (``Step.after``: a copy runs only when the test
+    passed there, with a time limit from the time it took there); ``while_ok`` and ``unless_failed`` (per test
+    key): ``Step``'s."""
     extra = ["--include-ignored"] if hidden else []
     return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra],
                          group="hidden" if hidden else group, model_controlled=True,
-                         after=(after or {}).get(t.key, ""))
+                         after=(after or {}).get(t.key, ""), while_ok=while_ok,
+                         unless_failed=(unless_failed or {}).get(t.key, ""))
             for i, t in enumerate(tests) if (hidden or not t.ignored) and (after is None or t.key in after)]
+
+
+def _variant_steps(plan: TestPlan, variants: tuple) -> list[sandbox.Step]:
+    """The variants' copies of the own tests, in a run whose reward can still depend on them. A copy runs after its
+    test passed at home; with a reference, a mutant's copy only after the reference's copy passed (a test that fails
+    on the reference is not valid, so whether it kills the mutant counts for nothing); a copy on a mutant only when
+    the test did not kill the mutant before it (one kill makes a test discriminating); and only while every hidden
+    test passes (a solution that fails one earns neither ``test_reward`` nor ``assertion_reward``; with hidden
+    tests that did not compile, ``run_tests`` plans no copy at all)."""
+    if not plan.own:
+        return []
+    home = {t.key: f"test:{i}" for i, t in enumerate(plan.own) if not t.ignored}
+    reference = next((k for k, v in enumerate(variants) if v.kind == "reference"), None)
+    steps: list[sandbox.Step] = []
+    killed_by: dict[str, str] = {}  # per test: its copy on the previous mutant
+    for k, v in enumerate(variants):
+        after = home
+        if v.kind == "mutant" and reference is not None:
+            after = {t.key: f"variant{reference}:{i}" for i, t in enumerate(variants[reference].tests)
+                     if t.key in home}
+        steps += _steps(f"variant{k}", plan.own_binary, v.tests, hidden=False, after=after,
+                        while_ok="hidden" if plan.hidden else "", unless_failed=killed_by)
+        if v.kind == "mutant":
+            killed_by = {t.key: f"variant{k}:{i}" for i, t in enumerate(v.tests) if t.key in after}
+    return steps
 
 
 def _outcomes(results: dict[str, sandbox.RunResult], group: str, tests: tuple[SealedTest, ...]) -> list[str]:
@@ -167,6 +195,10 @@ _FILTERED = re.compile(r"\d+ filtered out; ")
 """How many other tests the binary holds: it differs between a crate of its own and a shared one."""
 
 
+_FIRST_HIDDEN_RUN = re.compile(r"hidden\d+:\d+")
+"""A hidden test's step in the first run (the reference's repeat runs are ``hidden{i}.{run}:{j}``)."""
+
+
 @dataclass(frozen=True)
 class TestResults:
     own: TestCounts
@@ -183,12 +215,11 @@ def run_tests(job: Job, plan: TestPlan, *, own_expected: int, hidden_compiled: b
     steps: list[sandbox.Step] = []
     if plan.own:
         steps += _steps("test", plan.own_binary, plan.own, hidden=False)
-    variants = tree.variants if tree is not None and plan.variants else ()
-    home = {t.key: f"test:{i}" for i, t in enumerate(plan.own) if not t.ignored}
-    for k, v in enumerate(variants):
-        steps += _steps(f"variant{k}", plan.own_binary, v.tests, hidden=False, after=home)
     for i, (binary, tests) in enumerate(plan.hidden):
         steps += _steps(f"hidden{i}", binary, tests, hidden=True)
+    variants = tree.variants if tree is not None and plan.variants else ()
+    decided = layout.hidden is not None and not (hidden_compiled and plan.hidden)
+    steps += [] if decided else _variant_steps(plan, variants)
     for binary in {plan.own_binary, *(b for b, _ in plan.hidden)} - {""}:
         path = layout.root / binary
         if path.exists():
@@ -226,7 +257,8 @@ def run_tests(job: Job, plan: TestPlan, *, own_expected: int, hidden_compiled: b
         hidden = TestCounts(passed=passed, failed=layout.hidden_expected - passed if ran else 0,
                             expected=layout.hidden_expected, summary_seen=ran,
                             timed_out=any(g.startswith("hidden") for g in timed))
-    return TestResults(own, hidden, _checks(layout, plan, results, own_ok))
+    decided = decided or any(r.returncode != 0 for name, r in results.items() if _FIRST_HIDDEN_RUN.fullmatch(name))
+    return TestResults(own, hidden, _checks(layout, plan, results, own_ok, decided))
 
 
 def observation_key(binary: int, test: int) -> str:
@@ -256,14 +288,17 @@ def _hidden_passed(job: Job, results: dict[str, sandbox.RunResult], i: int,
 
 
 def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunResult],
-            own_ok: list[bool]) -> OwnTestChecks:
-    """How the own tests that passed fared on the variants (see ``OwnTestChecks``)."""
+            own_ok: list[bool], decided: bool) -> OwnTestChecks:
+    """How the own tests that passed fared on the variants (see ``OwnTestChecks``); ``decided``: the solution
+    failed a hidden test (or they did not compile), so the copies were not run."""
     kinds = tuple(kind for kind, _ in layout.variant_codes)
     if not plan.own or not any(own_ok):
         return OwnTestChecks(kinds)
     compiled = layout.tree.variants if layout.tree is not None and plan.variants else ()
     if not compiled and kinds:
         return OwnTestChecks(kinds, compiled=False)
+    if decided and compiled:
+        return OwnTestChecks(kinds, compiled=True, ran=False)
     on = {v.kind: dict(zip((t.key for t in v.tests), _passed(results, f"variant{k}", v.tests), strict=True))
           for k, v in enumerate(compiled) if v.kind == "reference"}
     killed = [{t.key: o == "failed" for t, o in zip(v.tests, _outcomes(results, f"variant{k}", v.tests), strict=True)}

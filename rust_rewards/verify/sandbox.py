@@ -263,7 +263,11 @@ class Step:
     ``SKIPPED``), so one endless test costs one time limit, not one per test.
     ``after``: the name of an earlier step this one repeats on other code (a variant's copy of an own test): it
     runs only when that step exited 0, with a time limit from that step's time (``BASELINE_FLOOR`` +
-    ``BASELINE_FACTOR`` x its seconds, at most the wall-clock limit), as cargo-mutants times its mutants."""
+    ``BASELINE_FACTOR`` x its seconds, at most the wall-clock limit), as cargo-mutants times its mutants.
+    ``while_ok``: a group whose earlier steps must all have exited 0 for this one to run (a variant's copy of an own
+    test runs only while every hidden test passes: once one fails, no reward depends on the copies).
+    ``unless_failed``: an earlier step whose failure in time (a non-zero exit, not a time-out) makes this one
+    pointless, so it is skipped (a test's copy on the next wrong variant, once the test killed one)."""
 
     name: str
     argv: list[str]
@@ -271,6 +275,8 @@ class Step:
     model_controlled: bool | None = None
     group: str = ""
     after: str = ""
+    while_ok: str = ""
+    unless_failed: str = ""
 
     def runs_model_code(self, crate: Path, env: dict[str, str]) -> bool:
         """Whether this step's program is model-built (``env``'s PATH resolves a bare program name)."""
@@ -340,7 +346,8 @@ def _exits_within(proc: subprocess.Popen, wall: float) -> bool:
 
 
 SKIPPED = -1
-"""Returncode of a step skipped: an earlier step of its group timed out, or the step it repeats (``after``) failed."""
+"""Returncode of a step skipped: an earlier step of its group timed out, the step it repeats (``after``) failed, a
+step of the group it waits on (``while_ok``) did, or the step that makes it pointless (``unless_failed``) did."""
 BASELINE_FLOOR = 1.0
 """Seconds a step with ``after`` gets on top of ``BASELINE_FACTOR`` times its baseline step's time."""
 BASELINE_FACTOR = 10
@@ -417,6 +424,7 @@ def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limi
     lines = [f"echo start >&{status_fd}", "shopt -s nullglob dotglob"]
     wipe = 'f=(/tmp/* /dev/shm/*); [ ${#f[@]} -eq 0 ] || rm -rf -- "${f[@]}"; '  # globs are builtins: no fork
     groups = {g: k for k, g in enumerate(dict.fromkeys(step.group for step in steps if step.group))}
+    watched = {step.while_ok for step in steps} - {""}
     index = {step.name: i for i, step in enumerate(steps)}
     wall_us = int(limits.wall_seconds * 1_000_000)
     floor_us = int(BASELINE_FLOOR * 1_000_000)
@@ -438,10 +446,18 @@ def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limi
             line = (f'if [ "${{rc_{b}:-1}}" = 0 ]; then t=$(( {floor_us} + {BASELINE_FACTOR} * d_{b} )); '
                     f"[ $t -gt {wall_us} ] && t={wall_us}; printf -v w '%d.%06d' $((t / 1000000)) $((t % 1000000)); "
                     f'{line}; else rc=0; echo "{i} skip" >&{status_fd}; fi')
+        if step.unless_failed:
+            line = (f'case "${{rc_{index[step.unless_failed]}:-0}}" in 0|{OUT_OF_TIME}) {line};; '
+                    f'*) rc=0; echo "{i} skip" >&{status_fd};; esac')
         if step.group:
             flag = f"skip_{groups[step.group]}"
             line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; case $rc in {OUT_OF_TIME}) {flag}=1;; esac; '
-                    f'else echo "{i} skip" >&{status_fd}; fi')
+                    f'else rc=1; echo "{i} skip" >&{status_fd}; fi')
+            if step.group in watched:
+                line += f"; [ $rc -eq 0 ] || bad_{groups[step.group]}=1"
+        if step.while_ok:
+            flag = f"bad_{groups.get(step.while_ok, len(groups))}"
+            line = f'if [ -z "${{{flag}:-}}" ]; then {line}; else echo "{i} skip" >&{status_fd}; fi'
         lines.append(line)
     return "\n".join(lines)
 
