@@ -344,10 +344,11 @@ def test_a_copy_on_the_next_mutant_is_skipped_once_the_test_killed_one(box):
              Step("m0", ["/bin/true"], after="home"),
              Step("m1", ["/bin/false"], after="home", unless_failed="m0"),
              Step("m2", ["/bin/true"], after="home", unless_failed="m1"),
+             Step("m2b", ["/bin/true"], after="home", unless_failed="m2"),  # a skip passes the kill on
              Step("m3", ["/bin/sleep", "5"], after="home", unless_failed="m0"),
              Step("m4", ["/bin/true"], after="home", unless_failed="m3")]
     ran = _run(box, steps)
-    assert [ran[n].returncode for n in ("m0", "m1", "m2")] == [0, 1, sandbox.SKIPPED]
+    assert [ran[n].returncode for n in ("m0", "m1", "m2", "m2b")] == [0, 1, sandbox.SKIPPED, sandbox.SKIPPED]
     assert ran["m3"].timed_out and ran["m4"].returncode == 0  # 1 s + 10 x home's time: sleep 5 runs out
 
 

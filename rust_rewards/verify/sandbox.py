@@ -446,9 +446,10 @@ def _wrapper_script(steps: list[Step], files: dict[str, IO[bytes]], limits: Limi
             line = (f'if [ "${{rc_{b}:-1}}" = 0 ]; then t=$(( {floor_us} + {BASELINE_FACTOR} * d_{b} )); '
                     f"[ $t -gt {wall_us} ] && t={wall_us}; printf -v w '%d.%06d' $((t / 1000000)) $((t % 1000000)); "
                     f'{line}; else rc=0; echo "{i} skip" >&{status_fd}; fi')
-        if step.unless_failed:
-            line = (f'case "${{rc_{index[step.unless_failed]}:-0}}" in 0|{OUT_OF_TIME}) {line};; '
-                    f'*) rc=0; echo "{i} skip" >&{status_fd};; esac')
+        if step.unless_failed:  # skipped, it passes the failure on: rc_i is the failed step's code
+            b = index[step.unless_failed]
+            line = (f'case "${{rc_{b}:-0}}" in 0|{OUT_OF_TIME}) {line};; '
+                    f'*) rc=0; rc_{i}=$rc_{b}; echo "{i} skip" >&{status_fd};; esac')
         if step.group:
             flag = f"skip_{groups[step.group]}"
             line = (f'if [ -z "${{{flag}:-}}" ]; then {line}; case $rc in {OUT_OF_TIME}) {flag}=1;; esac; '
