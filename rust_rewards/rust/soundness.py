@@ -30,7 +30,13 @@ def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
     >>> from rust_rewards.rust.lexer import tokenize
     >>> soundness_holes(tokenize("fn t<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }")) == (IMPLIED_BOUNDS,)
     True
+    >>> soundness_holes(tokenize("fn t<'a, 'b, T>(_: &'a Holder<'b, T>, v: &'b T) -> &'a T { v }")) == (IMPLIED_BOUNDS,)
+    True
+    >>> soundness_holes(tokenize("type P<A, R, T> = fn(A, &mut T) -> R;")) == (FN_POINTER_LIFETIMES,)
+    True
     >>> soundness_holes(tokenize("fn apply(f: fn(i32) -> i32) -> i32 { f(1) }"))
+    ()
+    >>> soundness_holes(tokenize("fn first<'a>(v: &'a Vec<i32>) -> &'a i32 { &v[0] }"))
     ()
     """
     found: set[str] = set()
@@ -41,8 +47,10 @@ def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
         text = tok.text
         if text == "&" and _lifetime(at(i + 1)):
             k = i + 2 + (at(i + 2) is not None and at(i + 2).text == "mut")
-            if at(k) is not None and at(k).text in ("&", "&&") and _lifetime(at(k + 1)):
+            if at(k) is not None and at(k).text in ("&", "&&") and _lifetime(at(k + 1)) or _lifetime_args(tokens, k):
                 found.add(IMPLIED_BOUNDS)
+        elif text == "type" and tok.kind == "ident" and _generic_fn_alias(tokens, i):
+            found.add(FN_POINTER_LIFETIMES)
         elif text == "fn" and tok.kind == "ident" and at(i + 1) is not None and at(i + 1).text == "(":
             end = pairs[i + 1] + 1
             if at(end) is not None and at(end).text == "->":
@@ -56,6 +64,45 @@ def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
         elif text == "impl" and at(i + 1) is not None and at(i + 1).text == "<" and _blanket_unsized(tokens, pairs, i):
             found.add(BLANKET_ASSOCIATED)
     return tuple(f for f in FAMILIES if f in found)
+
+
+def _angle_end(tokens: list[Token], lt: int) -> int:
+    """The index of the ``>`` that closes the ``<`` at ``lt`` (``len(tokens)`` when none does)."""
+    depth = 0
+    for j in range(lt, len(tokens)):
+        text = tokens[j].text
+        depth += text.count("<") if text in ("<", "<<") else 0
+        depth -= text.count(">") if text in (">", ">>") else 0
+        if depth <= 0:
+            return j
+    return len(tokens)
+
+
+def _lifetime_args(tokens: list[Token], k: int) -> bool:
+    """A path at ``k`` whose generic arguments hold a lifetime (``&'a Holder<'b, T>``: the nested reference of
+    rust-lang/rust#25860 inside a struct)."""
+    while k + 1 < len(tokens) and tokens[k].kind == "ident" and tokens[k + 1].text == "::":
+        k += 2
+    if k + 1 >= len(tokens) or tokens[k].kind != "ident" or tokens[k + 1].text != "<":
+        return False
+    return any(t.kind == "lifetime" for t in tokens[k + 2 : _angle_end(tokens, k + 1)])
+
+
+def _generic_fn_alias(tokens: list[Token], i: int) -> bool:
+    """``type P<A, R, T> = fn(A, &mut T) -> R;``: a generic alias of a fn pointer type, whose lifetimes (or ``_``)
+    appear only where it is used (``P<_, &'b mut T, T>``)."""
+    if i + 2 >= len(tokens) or tokens[i + 1].kind != "ident" or tokens[i + 2].text != "<":
+        return False
+    j = _angle_end(tokens, i + 2) + 1
+    while j < len(tokens) and tokens[j].text not in ("=", ";", "{"):
+        j += 1
+    head = [t.text for t in tokens[j + 1 : j + 12]]
+    while head and head[0] in ("for", "unsafe", "extern") or head[:1] and head[0].startswith('"'):
+        if head[0] == "for" and "<" in head:  # skip the binder
+            head = head[head.index(">") + 1 :] if ">" in head else []
+        else:
+            head = head[1:]
+    return bool(head) and tokens[j].text == "=" and head[0] == "fn"
 
 
 def _for_before(tokens: list[Token], gt: int) -> bool:
