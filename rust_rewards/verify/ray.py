@@ -6,9 +6,10 @@ input order are the verifier's, so a completion is verified at most once however
 
 Requests are gathered into batches (at most ``batch_size`` completions per actor call) by one dispatcher thread,
 which keeps every actor at most ``queue_depth`` calls busy. An actor that dies mid-batch is restarted by Ray
-(``max_restarts=-1``) and its batch goes to another actor, up to ``retries`` times; a batch that still cannot be
-verified becomes failed reports (``internal_error``, scored None by every reward), never an exception in the
-trainer and never a lost completion. A cluster that cannot be reached is one ``RayUnreachable`` at start.
+(``max_restarts=-1``) and its batch is sent again once that actor answers, up to ``retries`` times; a batch that
+still cannot be verified becomes failed reports (``internal_error``, scored None by every reward), never an
+exception in the trainer and never a lost completion. A cluster that cannot be reached is one ``RayUnreachable`` at
+start.
 
 Ray is an optional extra: ``pip install -e ".[ray]"``.
 """
@@ -161,6 +162,10 @@ class _Request:
     attempts: int = 0
 
 
+RESTART_WAIT = 120.0
+"""Seconds a retry waits at most for the actor that failed its batch to answer again (Ray restarts it)."""
+
+
 class RayExecutor:
     """Verification on Ray actors of ``cpus_per_worker`` CPUs each.
 
@@ -247,6 +252,7 @@ class RayExecutor:
             self._fail([r for r in batch if r not in retry], err)
             if retry:
                 self.stats["retried"] += 1
+                self._await_actor(index)
                 self._enqueue(retry, front=True)
         except Exception as err:  # noqa: BLE001 - a failed batch scores None, it never reaches the trainer
             self._fail(batch, err)
@@ -257,6 +263,19 @@ class RayExecutor:
             with self._ready:
                 self._busy[index] -= 1
                 self._ready.notify_all()
+
+    def _await_actor(self, index: int) -> None:
+        """Until actor ``index`` answers again, at most ``RESTART_WAIT`` seconds: a retry sent at once would meet
+        it (or another killed one) still restarting and spend its attempts on nothing."""
+        import ray
+
+        deadline = time.monotonic() + RESTART_WAIT
+        while time.monotonic() < deadline:
+            try:
+                ray.get(self.actors[index].pid.remote(), timeout=5)
+                return
+            except Exception:  # noqa: BLE001 - still restarting
+                time.sleep(0.2)
 
     def _fail(self, batch: list[_Request], err: BaseException) -> None:
         message = f"RayError: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
