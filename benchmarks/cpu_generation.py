@@ -74,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(args.worker, args.model, args.sequences, args.tokens)))
         return 0
+    from rust_rewards.models.source import check_model_source
+
+    try:
+        check_model_source(args.model)
+    except ValueError as err:
+        parser.exit(2, f"{err}\n")
     from rust_rewards.cpus import cpu_has_native_bf16
 
     settings = [s for s in SETTINGS if s != "bf16" or cpu_has_native_bf16()]

@@ -43,7 +43,7 @@ from learning import split  # noqa: E402
 from rust_rewards.atomic import write_json_atomic  # noqa: E402
 from rust_rewards.data.bundled import EASY_TASKS  # noqa: E402
 from rust_rewards.eval.generation import SamplingParams, make_generator, vllm_available  # noqa: E402
-from rust_rewards.models.source import check_adapter_folder  # noqa: E402
+from rust_rewards.models.source import check_adapter_folder, check_model_source  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
 
 PATHS = {  # name: (engine, batch size, cache implementation)
@@ -196,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.exit(2, f"--paths: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PATHS)}\n")
     try:
+        for name in args.models.split(","):
+            if name.strip() and name.strip() != "tiny":  # the tiny model is built here
+                check_model_source(name.strip(), "--models")
         if args.adapter:
             check_adapter_folder(args.adapter)
     except ValueError as err:

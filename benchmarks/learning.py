@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS  # noqa: E402
 from rust_rewards.data.importers import load_tasks  # noqa: E402
 from rust_rewards.eval.metrics import detectable_gain, paired_difference, wilson_interval  # noqa: E402
+from rust_rewards.models.source import check_model_source  # noqa: E402
 from rust_rewards.prompts import ANSWER_FORMATS, asks_for_tests  # noqa: E402
 from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
@@ -192,11 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sft-args", default="", help="extra train.py flags for SFT, e.g. '--lr 2e-4'")
     parser.add_argument("--dpo-args", default="", help="extra train.py flags for DPO, e.g. '--lr 5e-5'")
     args = parser.parse_args(argv)
+    preset = preset_params(args.preset)
+    model = args.model or preset.model
+    if args.model or args.preset != "tiny":  # the tiny preset builds its own model
+        try:
+            check_model_source(model)
+        except ValueError as err:
+            parser.exit(2, f"{err}\n")
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    preset = preset_params(args.preset)
-    model = args.model or preset.model
     answer_format = args.answer_format or preset.answer_format
     if args.preset == "tiny":
         from rust_rewards.train.tiny_model import build_tiny_model

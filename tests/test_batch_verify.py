@@ -21,6 +21,7 @@ from rust_rewards.verify.verifier import Verifier
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 RUN = Limits(wall_seconds=3, cpu_seconds=3, memory_mb=2048, file_size_mb=64, processes=32)
+SLOW_HONEST = "ok_slow_prime_count.md"
 COMPILE = Limits(wall_seconds=2.5, cpu_seconds=30, memory_mb=4096, file_size_mb=512, processes=64)
 """Short enough that the compile-time blow-ups always time out (their own errors come after 30 s and more)."""
 
@@ -198,14 +199,15 @@ def test_report_does_not_depend_on_the_neighbours(alone, seed):
 
 @pytest.mark.slow
 def test_benchmark_corpus_matches_direct_and_cargo():
-    corpus = {name: (extract_rust(text), None) for name, text in load_corpus(DEFAULT_CORPUS)}
+    # SLOW_HONEST's 1.35 s test would race RUN's 3 s on a loaded machine (the bench compares its verdicts)
+    corpus = {name: (extract_rust(text), None) for name, text in load_corpus(DEFAULT_CORPUS) if name != SLOW_HONEST}
     batch, direct, cargo = (_verify(mode, corpus) for mode in ("batch", "direct", "cargo"))
     own_first = verify_batch(list(corpus.values()), _config("batch"), own_first=True)
     for name, first in zip(corpus, own_first.reports, strict=True):
         assert _normalised(batch[name]) == _normalised(direct[name]), name
         assert _normalised(first) == _normalised(direct[name]), name
         assert batch[name].verdict() == cargo[name].verdict(), name
-    assert own_first.combined == 21 and own_first.settled == 4  # the fifth compile error is in its test code
+    assert own_first.combined == 20 and own_first.settled == 4  # the fifth compile error is in its test code
     reports = list(direct.values())  # the corpus has every kind of verdict the modes must agree on
     assert any(not r.build_ok for r in reports) and any(r.tests_ok for r in reports)
     assert any(r.build_ok and not r.clippy_ok for r in reports)

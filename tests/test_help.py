@@ -89,6 +89,26 @@ def test_a_model_that_cannot_load_is_one_line_before_anything_is_written(script,
     assert not (tmp_path / "run").exists()
 
 
+BENCHMARK_ARGS = {
+    "benchmarks/learning.py": ["--preset", "smollm2-cpu", "--model", "./no-such-folder", "--out", "OUT"],
+    "benchmarks/generation.py": ["--models", "tiny,./no-such-folder", "--out", "OUT"],
+    "benchmarks/cpu_generation.py": ["--model", "./no-such-folder"],
+}
+
+
+@pytest.mark.parametrize("script", list(BENCHMARK_ARGS))
+def test_benchmarks_refuse_a_missing_model_folder_in_one_line(script, tmp_path):
+    """Before the tiny model is built or anything is written (the shared check of models.source)."""
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in BENCHMARK_ARGS[script]]
+    proc = subprocess.run([sys.executable, script, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    flag = "--models" if "--models" in argv else "--model"
+    assert proc.stderr.strip().splitlines() == [f"{flag} ./no-such-folder: no model folder there (expected a folder "
+                                                "with config.json, or a Hugging Face hub id such as "
+                                                "Qwen/Qwen2.5-Coder-1.5B-Instruct)"]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("script, flag", [("train.py", "--init-adapter"), ("inference.py", "--adapter")])
 def test_an_adapter_that_is_no_adapter_folder_is_one_line(script, flag, tiny_model_dir, tmp_path):
     for adapter, what in ((tmp_path / "no-such-adapter", "no such folder"),

@@ -45,7 +45,7 @@ def test_wheel_install_runs_the_cli_outside_the_checkout(tmp_path):
     out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=work)
     assert out.returncode == 0, out.stderr
     location, tasks, easy, corpus = json.loads(out.stdout)
-    assert location.startswith(str(site)) and (tasks, easy, corpus) == (70, 60, 25)
+    assert location.startswith(str(site)) and (tasks, easy, corpus) == (70, 60, 26)
     check = subprocess.run([str(python), "-m", "rust_rewards", "check", "one.rs"], capture_output=True, text=True,
                            cwd=work)
     assert check.returncode == 0, check.stderr
