@@ -289,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         filtered = out / "grpo" / "pass_rates.json"
         if filtered.is_file():
             rates = PassRates(**json.loads(filtered.read_text()))
-            lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.mixed())} with unequal rewards"]
+            keep = grpo_params.get("pass_rate_keep", "rewards")
+            which = "with a mix of hidden-test passes" if keep == "hidden" else "with unequal rewards"
+            lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {which}"]
         if (out / "grpo" / "metrics.jsonl").is_file():
             lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())

@@ -252,6 +252,10 @@ def test_the_pass_rate_filter_keeps_mixed_tasks_and_says_no_go_before_training()
                                                  rates)] == ["b", "d"]
     with pytest.raises(NoSignalError, match="fewer than --min-mixed-tasks 3 tasks would give GRPO a signal"):
         tasks_with_signal(p.__class__(**{**p.__dict__, "min_mixed_tasks": 3}), tasks, rates)
+    hidden = p.__class__(**{**p.__dict__, "pass_rate_keep": "hidden", "min_mixed_tasks": 1})
+    assert [t.task_id for t in tasks_with_signal(hidden, tasks, rates)] == ["b"]  # d's mix is a build, not a pass
+    with pytest.raises(NoSignalError, match="fewer than --min-mixed-tasks 2 tasks would give a mix of hidden-test"):
+        tasks_with_signal(hidden.__class__(**{**hidden.__dict__, "min_mixed_tasks": 2}), tasks, rates)
 
 
 def test_pass_rates_are_sampled_verified_written_and_reused(tiny_model_dir, tmp_path):

@@ -132,7 +132,8 @@ def filter_tasks(p: TrainParams, tasks: list[Task], verifier: Verifier, processe
     rates = sample_pass_rates(p, tasks, verifier)  # read back from the run folder
     kept = tasks_with_signal(p, tasks, rates)
     if processes.is_main_process:
-        print(f"{rates.verdict()}: training on the {len(kept)} mixed tasks", flush=True)
+        which = "with a mix of hidden-test passes" if p.pass_rate_keep == "hidden" else "with unequal rewards"
+        print(f"{rates.verdict()}: training on the {len(kept)} tasks {which}", flush=True)
     return kept
 
 

@@ -1,8 +1,8 @@
 """Training tasks that can teach (open-r1's pass-rate filter, done once up front): before GRPO, sample the starting
 policy K times per training task, verify the samples, score them with the run's rewards and weights (a cut-off answer
 earns nothing), and keep the tasks whose K rewards are not all equal (under the correctness recipe: a mix of hidden-
-test passes, or of builds, the term that shapes them). A group whose answers all score alike has zero advantage and
-no gradient.
+test passes, or of builds, the term that shapes them; ``--pass-rate-keep hidden``: only a mix of hidden-test passes
+and failures). A group whose answers all score alike has zero advantage and no gradient.
 
 The counts are written to the run folder (``PASS_RATES_FILE``) and reused when the run resumes with the same
 starting policy and sampling. Too few mixed tasks stops the run before any training (``NoSignalError``), with the
@@ -47,9 +47,17 @@ class PassRates:
         """Tasks whose samples' rewards are not all equal (a GRPO group of them has a signal)."""
         return [t for t, values in self.totals.items() if max(values) > min(values)]
 
+    def hidden_mixed(self) -> list[str]:
+        """Tasks whose samples both pass and fail the hidden tests (a signal in correctness itself)."""
+        return [t for t, n in self.passed.items() if 0 < n < self.k]
+
+    def kept(self, keep: str) -> list[str]:
+        """The tasks a run trains on: ``mixed()`` for ``keep="rewards"``, ``hidden_mixed()`` for ``"hidden"``."""
+        return self.hidden_mixed() if keep == "hidden" else self.mixed()
+
     def verdict(self) -> str:
         """One line: how many tasks have a signal, how many of them a mix of hidden-test passes and failures."""
-        hidden = sum(0 < n < self.k for n in self.passed.values())
+        hidden = len(self.hidden_mixed())
         always = sum(n == self.k for n in self.passed.values())
         never = sum(n == 0 for n in self.passed.values())
         return (f"pass-rate filter ({self.k} samples per task, {self.seconds:.0f} s): {len(self.mixed())} of "
@@ -96,12 +104,13 @@ def sample_pass_rates(p: TrainParams, tasks: Sequence[Task], verifier: Verifier,
 
 
 def tasks_with_signal(p: TrainParams, tasks: Sequence[Task], rates: PassRates) -> list[Task]:
-    """The tasks ``rates`` found with unequal rewards, in their order; ``NoSignalError`` when fewer than
-    ``p.min_mixed_tasks``."""
-    mixed = set(rates.mixed())
+    """The tasks ``rates`` found with a signal (``p.pass_rate_keep``: unequal rewards, or a mix of hidden-test
+    passes and failures), in their order; ``NoSignalError`` when fewer than ``p.min_mixed_tasks``."""
+    mixed = set(rates.kept(p.pass_rate_keep))
     if len(mixed) < p.min_mixed_tasks:
+        what = "a mix of hidden-test passes" if p.pass_rate_keep == "hidden" else "GRPO a signal"
         raise NoSignalError(
-            f"{rates.verdict()}: fewer than --min-mixed-tasks {p.min_mixed_tasks} tasks would give GRPO a signal; "
+            f"{rates.verdict()}: fewer than --min-mixed-tasks {p.min_mixed_tasks} tasks would give {what}; "
             "not training. Start from a stronger policy (an SFT adapter: --stage sft, then --init-adapter), "
             "easier tasks, a higher --temperature or more samples (--pass-rate-k), or --pass-rate-k 0 to train on "
             "every task anyway")
