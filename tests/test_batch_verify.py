@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,21 @@ def test_diagnostics_keep_the_completion_s_own_file_and_lines(alone):
     assert "src/lib.rs:3:5" in batch[0].diagnostics and "needless_return" in batch[0].clippy_warnings
     assert batch[0].rustc_warnings == alone["warnings"].rustc_warnings > 0
     assert batch[1].clippy_warnings == ("eq_op",) and batch[1].build_ok and not batch[1].clippy_ok
+
+
+def test_deferred_test_runs_give_the_same_reports_in_any_slot_and_clean_up(alone):
+    names = ["right", "wrong", "panics", "stack", "warnings", "type_error"]
+    tmp_path = Path(tempfile.mkdtemp(prefix="rr-test-defer-"))  # world-searchable, for the sandbox users
+    tmp_path.chmod(0o755)
+    config = dataclasses.replace(_config("batch"), workdir=str(tmp_path))
+    result = verify_batch([MIXED[name] for name in names], config, slot=0, defer=True)
+    assert set(result.runs) == {0, 1, 2, 3, 4} and set(result.deferred) == {5}  # type_error: the direct path
+    assert all(result.reports[i] is None for i in result.runs)
+    assert list(tmp_path.glob("rr-batch-*"))  # the compiled crate waits for its runs
+    for index, run in sorted(result.runs.items(), reverse=True):
+        assert _normalised(run(slot=1 + index % 2)) == _normalised(alone[names[index]]), names[index]
+    assert not list(tmp_path.glob("rr-batch-*"))  # removed by the last run
+    tmp_path.rmdir()
 
 
 @pytest.mark.slow

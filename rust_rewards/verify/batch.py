@@ -40,6 +40,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import threading
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -101,6 +102,45 @@ class BatchResult:
     settled: int = 0
     deferred: dict[int, sandbox.RunResult | None] = field(default_factory=dict)
     """With ``defer``: the completions left to the direct path (their reports are None), with their first pass."""
+    runs: dict[int, PendingRun] = field(default_factory=dict)
+    """With ``defer``: the compiled members whose tests are still to run (their reports are None)."""
+
+
+class _SharedCrate:
+    """A compiled shared crate whose members' test runs were left to the caller: its folder goes with the last."""
+
+    def __init__(self, base: Path, runs: int):
+        self.base = base
+        self._left = runs
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+@dataclass(frozen=True, eq=False)
+class PendingRun:
+    """One member of a compiled shared crate whose tests are still to run (``verify_batch(defer=True)``): called
+    with any free worker slot, it runs them in their own sandbox call (as ``verify_batch`` would) and returns the
+    member's report. Every pending run must be called once: the last one removes the crate's folder."""
+
+    job: Job
+    member: _Member
+    outcome: CompileOutcome
+    size: int
+    layers: tuple[str, ...]
+    crate: _SharedCrate
+
+    def __call__(self, slot: int) -> Report:
+        try:
+            report = _run_member(self.job, self.member, self.outcome, self.size, self.layers, slot)
+        finally:
+            self.crate.release()
+        return task_checked(report, self.member.code, self.member.hidden)
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,6 +280,9 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
     """Verify ``(code, hidden)`` pairs (extracted, distinct): combined where safe, else one by one (``defer``:
     left to the caller, e.g. a pool that spreads them over its workers).
 
+    ``defer`` also leaves each compiled member's test run to the caller (``BatchResult.runs``), so that a share's
+    runs, one slow test among them, can spread over every free worker.
+
     ``own_first``: each completion that needs a test harness gets the direct path's first pass (clippy, which
     gives the build verdict) on its own, all in one sandbox call; only the ones that build share the harness
     compile. Cheaper than one shared clippy pass when many completions do not build (a shared pass with errors is
@@ -263,9 +306,11 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
         groups.setdefault(_group_key(member), []).append(member)
     settled = 0
     firsts: dict[int, sandbox.RunResult] = {}
+    runs: dict[int, PendingRun] = {}
     for key, members in groups.items():
-        done, failed, first = _combine(members, prefix, config, slot, own_first and key[2])
+        done, failed, first, pending = _combine(members, prefix, config, slot, own_first and key[2], defer)
         reports.update(done)
+        runs.update(pending)
         fallback.update(failed)
         firsts.update(first)
         settled += sum(i in first and not done[i].build_ok for i in done)  # the others shared the harness
@@ -275,14 +320,16 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
     reports = {i: task_checked(r, *items[i]) for i, r in reports.items()}
     counted = Counter(reason for reason in fallback.values() if reason != "no code")
     return BatchResult([reports.get(i) for i in range(len(items))], len(items) - len(fallback) - settled, counted,
-                       settled, {i: firsts.get(i) for i in fallback} if defer else {})
+                       settled, {i: firsts.get(i) for i in fallback} if defer else {}, runs)
 
 
-def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: int,
-             own_first: bool) -> tuple[dict[int, Report], dict[int, str], dict[int, sandbox.RunResult]]:
-    """Compile ``members`` together (dropping the ones a pass rejects) and run each one's tests on its own; the
-    reports, the members left to the direct path with why, and (``own_first``) each member's own first pass
-    (final for the reports of members that do not build; the direct path goes on from it for the others)."""
+def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: int, own_first: bool,
+             defer: bool = False) -> tuple[dict[int, Report], dict[int, str], dict[int, sandbox.RunResult],
+                                           dict[int, PendingRun]]:
+    """Compile ``members`` together (dropping the ones a pass rejects) and run each one's tests on its own
+    (``defer``: leave the runs to the caller); the reports, the members left to the direct path with why,
+    (``own_first``) each member's own first pass (final for the reports of members that do not build; the direct
+    path goes on from it for the others), and the pending runs."""
     failed: dict[int, str] = {}
     tc = find_toolchain()
     iso = sandbox.detect_isolation()
@@ -321,13 +368,18 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: 
             compiled = _compile(job, members, prefix, firsts)
             if isinstance(compiled, str):
                 failed.update((m.index, compiled) for m in members)
-                return settled, failed, firsts or {}
+                return settled, failed, firsts or {}, {}
             rejected = {m.index: outcome for m, outcome in compiled.items() if isinstance(outcome, str)}
             if not rejected:
                 shutil.rmtree(job.layout.root / "src")
-                reports = {m.index: _run_member(job, m, compiled[m], len(members), iso.layers)
+                if defer:
+                    crate = _SharedCrate(base, len(members))
+                    base = None  # removed by the last pending run
+                    return settled, failed, firsts or {}, {
+                        m.index: PendingRun(job, m, compiled[m], len(members), iso.layers, crate) for m in members}
+                reports = {m.index: _run_member(job, m, compiled[m], len(members), iso.layers, slot)
                            for m in members}
-                return settled | reports, failed, firsts or {}
+                return settled | reports, failed, firsts or {}, {}
             # Hidden tests that do not compile against code with its own tests: the direct path judges those tests
             # alone (hidden errors not reported), so the member stays, compiled without its hidden module.
             alone = {m.index for m in members if rejected.get(m.index) == _HIDDEN_ONLY and m.facts.test_fns}
@@ -341,11 +393,12 @@ def _combine(members: list[_Member], prefix: str, config: VerifierConfig, slot: 
             members = [m for m in members if m.index not in rejected]
             screen = "syntax error" in rejected.values()
         finally:
-            shutil.rmtree(base, ignore_errors=True)
+            if base is not None:
+                shutil.rmtree(base, ignore_errors=True)
     else:
         reason = f"still rejecting after {MAX_ROUNDS} combined compiles"
     failed.update((m.index, reason) for m in members)
-    return settled, failed, firsts or {}
+    return settled, failed, firsts or {}, {}
 
 
 def _first_passes(job: Job, members: list[_Member], layers: tuple[str, ...]
@@ -572,19 +625,23 @@ def _split_diagnostics(stderr: str, members: list[_Member]) -> dict[_Member, lis
     return split
 
 
-def _member_job(job: Job, m: _Member, durations: dict[str, float]) -> Job:
-    """A job for one member of the shared crate: its tests under their exact names in that crate."""
+def _member_job(job: Job, m: _Member, durations: dict[str, float], slot: int | None = None) -> Job:
+    """A job for one member of the shared crate: its tests under their exact names in that crate (run in worker
+    slot ``slot``, by default the compile's)."""
+    slot = job.slot if slot is None else slot
     tree = m.tree.under(m.module)
     names = (tuple(f"{m.module}::{name}" for name in m.hidden_names),) if m.hidden is not None else ()
     layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
                      hidden_names=names, tree=tree, seals=(tree.hidden,), variant_codes=m.variants)
-    expected = reference_observations(m.hidden, job.config, job.slot) if m.hidden is not None else None
-    return Job(layout, job.tc, job.config, job.slot, job.logs / m.module, durations=durations, expected_notes=expected)
+    expected = reference_observations(m.hidden, job.config, slot) if m.hidden is not None else None
+    return Job(layout, job.tc, job.config, slot, job.logs / m.module, durations=durations, expected_notes=expected)
 
 
-def _run_member(job: Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...]) -> Report:
-    """Run one member's own and hidden tests in its own sandbox call (sources already deleted); its report."""
-    mine = _member_job(job, m, {k: v / size for k, v in job.durations.items()})
+def _run_member(job: Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...],
+                slot: int) -> Report:
+    """Run one member's own and hidden tests in its own sandbox call in worker slot ``slot`` (sources already
+    deleted; the crate is read-only to every slot); its report."""
+    mine = _member_job(job, m, {k: v / size for k, v in job.durations.items()}, slot)
     layout = mine.layout
     binary = f"target/{layout.lib_name}-test"
     plan = TestPlan(binary, layout.tree.own, ((binary, layout.tree.hidden),) if m.with_hidden else (),

@@ -11,14 +11,14 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from rust_rewards.cpus import usable_cpus
 from rust_rewards.report import Report
 from rust_rewards.tasks import HiddenTests
-from rust_rewards.verify.batch import blocker, verify_batch
+from rust_rewards.verify.batch import PendingRun, blocker, verify_batch
 from rust_rewards.verify.config import VerifierConfig, check_workdir
 from rust_rewards.verify.sandbox import RunResult
 from rust_rewards.verify.single import verify_code
@@ -61,8 +61,11 @@ def failed_report(code: str, message: str, mode: str) -> Report:
 class LocalExecutor:
     """Sandboxed verification on this machine: ``workers`` slots (each its own uid block and scratch space).
 
-    In batch mode the items that may share a crate are split round-robin into one share per worker, each verified
-    together (``verify_batch``); the others run one by one (``stats["fallback"]``, ``fallback_reasons``).
+    In batch mode the items that may share a crate are split round-robin into one share per worker, each compiled
+    together (``verify_batch``); the others run one by one (``stats["fallback"]``, ``fallback_reasons``). A share's
+    test runs, one sandbox call per completion, and its completions left to the direct path go back to the pool as
+    tasks of their own, so that a worker whose share is done takes them (one honest slow test no longer holds a
+    share's other runs behind it while the other worker idles).
     """
 
     backend = "local"
@@ -153,16 +156,32 @@ class LocalExecutor:
             return
         finally:
             self._give_slot(slot)
-        # The rest take the direct path as tasks of the pool, so that idle workers share them out.
+        # The test runs and the rest (the direct path) as tasks of the pool, so that idle workers share them out.
+        for index, run in result.runs.items():
+            self._submit(self._run_pending, share[index], run)
         for index, first in result.deferred.items():
-            code, hidden, future = share[index]
-            try:
-                self._pool.submit(self._resolve, future, code, hidden, first)
-            except RuntimeError:  # the pool is shutting down: finish here
-                self._resolve(future, code, hidden, first)
+            self._submit(self._resolve, share[index], first)
 
-    def _resolve(self, future: Future[Report], code: str, hidden: HiddenTests | None, first: RunResult | None) -> None:
+    def _submit(self, task: Callable[..., None], member: tuple[str, HiddenTests | None, Future[Report]],
+                arg: object) -> None:
+        try:
+            self._pool.submit(task, member, arg)
+        except RuntimeError:  # the pool is shutting down: finish here
+            task(member, arg)
+
+    def _resolve(self, member: tuple[str, HiddenTests | None, Future[Report]], first: RunResult | None) -> None:
+        code, hidden, future = member
         future.set_result(self._with_slot(code, hidden, first))
+
+    def _run_pending(self, member: tuple[str, HiddenTests | None, Future[Report]], run: PendingRun) -> None:
+        code, _, future = member
+        slot = self._take_slot()
+        try:
+            future.set_result(run(slot))
+        except Exception as exc:  # noqa: BLE001 - a crash must become a failed report, never reach the trainer
+            future.set_result(failed_report(code, f"{type(exc).__name__}: {exc}", self.config.mode))
+        finally:
+            self._give_slot(slot)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
