@@ -314,6 +314,8 @@ def test_notebook_form_in_the_browser(tiny, tmp_path) -> None:
         assert page.get_by_text("Cannot generate yet").count() == 1
         assert page.get_by_text("--greedy gives --n 2 identical samples").count() == 2  # also under the switch
         page.get_by_role("switch", name="greedy").click()
+        # the form re-renders without the refusal: fill it after that, or the new form drops what was typed
+        page.wait_for_selector("text=--greedy gives --n 2 identical samples", state="detached", timeout=60_000)
         for label, value in (("out", str(tmp_path / "ui.parquet")), ("name", "ui-run")):
             page.get_by_label(label, exact=True).fill(value)
             page.get_by_label(label, exact=True).press("Enter")
