@@ -54,7 +54,7 @@ from rust_rewards.eval.metrics import detectable_gain, paired_difference, wilson
 from rust_rewards.models.source import check_model_source  # noqa: E402
 from rust_rewards.prompts import ANSWER_FORMATS, asks_for_tests  # noqa: E402
 from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
-from rust_rewards.train.config import preset_params  # noqa: E402
+from rust_rewards.train.config import PASS_RATE_KEEP, preset_params  # noqa: E402
 from rust_rewards.train.pass_rates import PassRates  # noqa: E402
 
 METRICS = {"build": "build_ok", "clippy": "clippy_ok", "own tests": "tests_ok", "hidden pass@1": "hidden_ok"}
@@ -290,8 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         if filtered.is_file():
             rates = PassRates(**json.loads(filtered.read_text()))
             keep = grpo_params.get("pass_rate_keep", "rewards")
-            which = "with a mix of hidden-test passes" if keep == "hidden" else "with unequal rewards"
-            lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {which}"]
+            lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {PASS_RATE_KEEP[keep]}"]
         if (out / "grpo" / "metrics.jsonl").is_file():
             lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())

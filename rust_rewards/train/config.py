@@ -67,7 +67,8 @@ those and the tool format too the 0.4M model wrote nothing but noise), 30% of th
 Intel Xeon)."""
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 SCALE_REWARDS = ("group", "batch", "none")
-PASS_RATE_KEEP = ("rewards", "hidden")
+PASS_RATE_KEEP = {"rewards": "with unequal rewards", "hidden": "with a mix of hidden-test passes"}
+"""``--pass-rate-keep``'s choices and which training tasks each keeps."""
 LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial",
                  "inverse_sqrt")
 """transformers' schedulers that need no extra arguments."""
@@ -181,7 +182,7 @@ class TrainParams:
     pass_rate_keep: str = param("rewards", help="with --pass-rate-k: which tasks to train on: `rewards` (the K "
                                 "weighted rewards are not all equal: a mix of hidden-test passes, or of builds) or "
                                 "`hidden` (a mix of hidden-test passes and failures only)", group="GRPO",
-                                advanced=True, choices=PASS_RATE_KEEP)
+                                advanced=True, choices=tuple(PASS_RATE_KEEP))
     min_mixed_tasks: int = param(4, help="with --pass-rate-k: stop before training when fewer tasks than this have "
                                  "unequal rewards (no GRPO signal)", group="GRPO", advanced=True, bounds=(1, None))
     beta: float = param(0.0, help="KL penalty to the base model (0: no reference model)", group="GRPO",

@@ -25,7 +25,13 @@ from rust_rewards.train.checkpoints import (
     name_base_model,
     save_adapter,
 )
-from rust_rewards.train.config import TOOL_WARM_SHARE, TOOL_WARM_STEPS, TOOL_WARM_THREADS, TrainParams
+from rust_rewards.train.config import (
+    PASS_RATE_KEEP,
+    TOOL_WARM_SHARE,
+    TOOL_WARM_STEPS,
+    TOOL_WARM_THREADS,
+    TrainParams,
+)
 from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.resolve import resolve_params, select_rewards
 from rust_rewards.train.run_log import (
@@ -132,8 +138,7 @@ def filter_tasks(p: TrainParams, tasks: list[Task], verifier: Verifier, processe
     rates = sample_pass_rates(p, tasks, verifier)  # read back from the run folder
     kept = tasks_with_signal(p, tasks, rates)
     if processes.is_main_process:
-        which = "with a mix of hidden-test passes" if p.pass_rate_keep == "hidden" else "with unequal rewards"
-        print(f"{rates.verdict()}: training on the {len(kept)} tasks {which}", flush=True)
+        print(f"{rates.verdict()}: training on the {len(kept)} tasks {PASS_RATE_KEEP[p.pass_rate_keep]}", flush=True)
     return kept
 
 

@@ -122,9 +122,13 @@ class LocalExecutor:
             self._slot_free.notify()
 
     def _with_slot(self, code: str, hidden: HiddenTests | None, first: RunResult | None = None) -> Report:
+        return self._in_slot(code, lambda slot: verify_code(code, hidden, self.config, slot=slot, first=first))
+
+    def _in_slot(self, code: str, work: Callable[[int], Report]) -> Report:
+        """``work`` in a free worker slot: its report, or ``code``'s failed report when it raises."""
         slot = self._take_slot()
         try:
-            return verify_code(code, hidden, self.config, slot=slot, first=first)
+            return work(slot)
         except Exception as exc:  # noqa: BLE001 - a crash must become a failed report, never reach the trainer
             return failed_report(code, f"{type(exc).__name__}: {exc}", self.config.mode)
         finally:
@@ -175,13 +179,7 @@ class LocalExecutor:
 
     def _run_pending(self, member: tuple[str, HiddenTests | None, Future[Report]], run: PendingRun) -> None:
         code, _, future = member
-        slot = self._take_slot()
-        try:
-            future.set_result(run(slot))
-        except Exception as exc:  # noqa: BLE001 - a crash must become a failed report, never reach the trainer
-            future.set_result(failed_report(code, f"{type(exc).__name__}: {exc}", self.config.mode))
-        finally:
-            self._give_slot(slot)
+        future.set_result(self._in_slot(code, run))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
