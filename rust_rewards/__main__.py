@@ -4,6 +4,8 @@ A ``.rs`` file is scored as Rust source; any other file as a model completion (i
 ``--mode batch`` the files are verified as one batch, as training verifies a step's completions (how many were
 combined is printed to stderr).
 ``python -m rust_rewards bench`` runs the throughput benchmark (see ``rust_rewards.verify.bench``).
+``python -m rust_rewards notes`` counts, per shipped task set (or ``--tasks`` file), the hidden tests judged by std
+values (see ``rust_rewards.verify.observe``).
 """
 
 from __future__ import annotations
@@ -87,6 +89,34 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _notes(args: argparse.Namespace) -> int:
+    from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS
+    from rust_rewards.data.importers import TaskSourceError, load_tasks
+    from rust_rewards.verify.coverage import note_coverage
+
+    files = [Path(f) for f in args.tasks] or [BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS]
+    sets = {}
+    for path in files:  # every file read before any is run
+        try:
+            sets[path] = load_tasks(str(path))
+        except (OSError, ValueError, TaskSourceError) as exc:
+            print(f"error: --tasks {path}: {exc}", file=sys.stderr)
+            return 2
+    for path, tasks in sets.items():
+        counts = note_coverage([t.hidden_tests() for t in tasks], VerifierConfig(), workers=args.workers)
+        total = {k: sum(getattr(c, k) for c in counts) for k in ("tests", "judged", "opaque", "silent", "unstable")}
+        errors = sum(bool(c.error) for c in counts)
+        print(f"{path.name}: {len(tasks)} tasks, {total['tests']} hidden tests: {total['judged']} judged by std "
+              f"values; by their seal alone: {total['opaque']} comparing a value of the solution's type, "
+              f"{total['silent']} comparing nothing, {total['unstable']} noted differently by the reference's own "
+              f"runs; {errors} tasks whose reference failed its run")
+        for task, c in zip(tasks, counts, strict=True):
+            if c.error or c.judged < c.tests:
+                why = f"{c.opaque} opaque, {c.silent} silent, {c.unstable} unstable"
+                print(f"  {task.task_id}: " + (c.error or f"{c.judged} of {c.tests} judged by std values ({why})"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rust_rewards", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -103,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--prompt", help="the task prompt (required signatures when there is no --reference)")
     check.add_argument("--diagnostics", action="store_true", help="include the compiler's rendered messages")
     sub.add_parser("bench", help="benchmark: naive published scoring vs this verifier", add_help=False)
+    notes = sub.add_parser("notes", help="count the hidden tests judged by std values, per task set")
+    notes.add_argument("--tasks", nargs="*", default=[], help="task files (default: the three shipped sets)")
+    notes.add_argument("--workers", type=int, default=2)
     args, rest = parser.parse_known_args(argv)
     try:
         if args.command == "bench":
@@ -111,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             return bench_main(rest)
         if rest:
             parser.error(f"unrecognised arguments: {' '.join(rest)}")
-        return _check(args)
+        return _notes(args) if args.command == "notes" else _check(args)
     except ToolchainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

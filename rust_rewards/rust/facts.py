@@ -19,6 +19,7 @@ from rust_rewards.rust.lexer import (
 )
 from rust_rewards.rust.rules import (
     cfg_test_reasons,
+    clippy_view_reasons,
     copied_solution,
     forbidden_calls,
     macro_definitions,
@@ -154,7 +155,8 @@ def analyse(code: str) -> SourceFacts:
         tests_calling_solution=calling,
         forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions)
                                + observing_tests(tokens, regions) + copied_solution(tokens, regions)
-                               + soundness_holes(tokens) + macro_definitions(tokens))),
+                               + soundness_holes(tokens) + macro_definitions(tokens)
+                               + clippy_view_reasons(tokens))),
     )
 
 

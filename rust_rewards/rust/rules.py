@@ -339,6 +339,38 @@ def cfg_test_reasons(tokens: list[Token], regions: TestRegions) -> tuple[str, ..
     return ()
 
 
+CLIPPY_VIEW = "changes what clippy sees (cfg(clippy), or a clippy:: tool attribute such as clippy::msrv)"
+
+
+def clippy_view_reasons(tokens: list[Token]) -> tuple[str, ...]:
+    """``CLIPPY_VIEW`` when the code gives clippy another view of itself than the build: ``clippy`` as a ``cfg``
+    predicate (``#[cfg(not(clippy))]``, ``cfg!(clippy)``, ``cfg_attr(clippy, ...)``: clippy-driver sets it, rustc
+    does not) or a ``clippy::`` tool attribute (``#![clippy::msrv = "1.0.0"]`` turns off the lints gated on a newer
+    Rust; it is no lint level, so ``--force-warn`` does not reach it). Lint levels naming clippy lints stay allowed.
+
+    >>> clippy_view_reasons(tokenize('#[cfg(not(clippy))] pub fn f() {}')) == (CLIPPY_VIEW,)
+    True
+    >>> clippy_view_reasons(tokenize('#![clippy::msrv = "1.0"] #[allow(clippy::all)] pub fn f() {}'))[:1]
+    ('changes what clippy sees (cfg(clippy), or a clippy:: tool attribute such as clippy::msrv)',)
+    >>> clippy_view_reasons(tokenize('#[allow(clippy::all)] pub fn clippy() { let clippy = 1; }'))
+    ()
+    """
+    pairs = _bracket_pairs(tokens)
+    opens = [j for j, t in enumerate(tokens) if t.kind == "punct" and t.text == "("]
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident" or tok.text != "clippy":
+            continue
+        path = i + 1 < len(tokens) and tokens[i + 1].text == "::"
+        prev = tokens[i - 1].text if i else ""
+        enclosing = [j for j in opens if j < i < pairs[j]]
+        cfgs = [j for j in enclosing if j and (tokens[j - 1].text in ("cfg", "cfg_attr")
+                                              or (tokens[j - 1].text == "!" and j > 1 and tokens[j - 2].text == "cfg"))]
+        in_cfg_attr = bool(enclosing) and enclosing[-1] > 0 and tokens[enclosing[-1] - 1].text == "cfg_attr"
+        if (not path and cfgs) or (path and (prev == "[" or (prev == "," and in_cfg_attr))):
+            return (CLIPPY_VIEW,)
+    return ()
+
+
 _WHERE_AM_I = frozenset({"module_path", "type_name", "type_name_of_val", "Location", "TypeId", "current_exe",
                          "current_dir", "temp_dir", "args", "args_os", "fs", "File", "OpenOptions", "current",
                          "set_hook", "take_hook", "update_hook", "PanicHookInfo", "PanicInfo"})

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
+from rust_rewards.rust.rules import CLIPPY_VIEW
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.crate import CrateLayout, SealedTest, remove_sources, rewrite_lib, strip_seals
@@ -99,7 +100,8 @@ def job_report(job: Job, facts, build_ok: bool, outcome: CompileOutcome, own: Te
     return Report(
         has_code=True,
         build_ok=build_ok,
-        clippy_ok=build_ok and not outcome.clippy_lints and not {"build", "clippy"} & set(job.timed_out),
+        clippy_ok=(build_ok and not outcome.clippy_lints and not {"build", "clippy"} & set(job.timed_out)
+                   and CLIPPY_VIEW not in facts.forbidden),
         error_codes=outcome.error_codes,
         clippy_warnings=tuple(lint.removeprefix("clippy::") for lint in outcome.clippy_lints),
         rustc_warnings=outcome.rustc_warnings,
@@ -341,10 +343,12 @@ def rustc_base(job: Job, tool: Path, src: str) -> list[str]:
     return [str(tool), "--edition", job.layout.edition, src, "--error-format=json"]
 
 
-CLIPPY_FORCED = ("clippy::style", "clippy::complexity", "clippy::perf", "clippy::suspicious")
-"""clippy's warn-by-default groups. They are passed with ``--force-warn``, which no lint attribute in the code can
-lower (``allow``, ``expect``, ``cfg_attr``, at item, module or crate level): ``#[allow(clippy::all)]`` does not earn
-the clippy reward. The deny-by-default ``clippy::correctness`` lints stay errors."""
+CLIPPY_FORCED = ("clippy::correctness", "clippy::style", "clippy::complexity", "clippy::perf", "clippy::suspicious")
+"""clippy's default groups (``clippy::all``). They are passed with ``--force-warn``, which no lint attribute in the
+code can lower (``allow``, ``expect``, ``cfg_attr``, at item, module or crate level): ``#[allow(clippy::all)]`` or
+``#[allow(clippy::eq_op)]`` does not earn the clippy reward. The deny-by-default ``clippy::correctness`` lints are
+warnings then, as every other lint: the code builds, and earns no clippy reward. What no lint level reaches, clippy's
+own view of the code (``cfg(clippy)``, ``clippy::msrv``), is refused by ``rules.clippy_view_reasons``."""
 FORCE_WARN = tuple(arg for group in CLIPPY_FORCED for arg in ("--force-warn", group))
 
 

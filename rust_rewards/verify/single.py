@@ -34,7 +34,7 @@ import json
 import shutil
 import tempfile
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rust_rewards.report import Report, SourceFacts, TestCounts
@@ -63,7 +63,7 @@ from rust_rewards.verify.harness import (
     settle_harness,
     skipped_hidden,
 )
-from rust_rewards.verify.observe import observable
+from rust_rewards.verify.observe import OPAQUE, observable
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
@@ -94,8 +94,8 @@ def verify_code(
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
         return task_checked(Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts,
                                    mode=config.mode), code, hidden)
-    expected = reference_observations(hidden, config, slot) if hidden is not None else None
-    verdict, _ = _in_crate(code, hidden, config, slot, facts, first, expected_notes=expected)
+    noted = reference_observations(hidden, config, slot) if hidden is not None else None
+    verdict, _ = _in_crate(code, hidden, config, slot, facts, first, expected_notes=noted and noted.notes)
     return task_checked(replace(verdict, code_hash=key), code, hidden)
 
 
@@ -129,11 +129,42 @@ NOTE_RUNS = 3
 """Runs of the reference's hidden tests: a test is judged by its notes only when all three noted the same."""
 
 
-def reference_observations(hidden: HiddenTests, config: VerifierConfig,
-                           slot: int = 0) -> dict[str, tuple[str, ...]] | None:
-    """What each hidden test's assertions compare with the task's reference as the solution (``observe``), for the
-    tests that passed ``NOTE_RUNS`` runs with the same notes; None when the task's tests cannot be judged by notes.
-    Computed once per task and process (in ``direct`` mode when ``config`` is batch mode's)."""
+@dataclass(frozen=True)
+class ReferenceNotes:
+    """What a task's hidden tests noted with its reference as the solution (``observe``), over ``NOTE_RUNS`` runs."""
+
+    notes: dict[str, tuple[str, ...]]
+    """Per hidden test (``harness.observation_key``) that passed every run with the same notes: those notes. A
+    completion passes such a test only with the same notes; any other test is judged by its seal alone."""
+    tests: int
+    """The task's hidden tests."""
+
+    @property
+    def judged(self) -> int:
+        """Hidden tests judged by std values: noted alike in every run, at least one note, none ``OPAQUE``."""
+        return sum(bool(notes) and OPAQUE not in notes for notes in self.notes.values())
+
+    @property
+    def opaque(self) -> int:
+        """Hidden tests noted alike, with a value that is not a std value (its comparison is the seal's word)."""
+        return sum(OPAQUE in notes for notes in self.notes.values())
+
+    @property
+    def silent(self) -> int:
+        """Hidden tests that noted nothing (no assertion ran before they ended: the seal's word alone)."""
+        return sum(not notes for notes in self.notes.values())
+
+    @property
+    def unstable(self) -> int:
+        """Hidden tests whose notes differ between the reference's own runs (judged by their seal alone)."""
+        return self.tests - len(self.notes)
+
+
+def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: int = 0) -> ReferenceNotes | None:
+    """What each hidden test's assertions compare with the task's reference as the solution; None when the task has
+    no reference. Computed once per task and process (in ``direct`` mode when ``config`` is batch mode's). A reference
+    that does not build or fails a hidden test raises ``SandboxError`` (an internal error, never a pass), and is run
+    again on the next call."""
     if not observable(hidden.text, hidden.reference):
         return None
     key = (hidden, config.fingerprint())
@@ -145,7 +176,12 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig,
         own = replace(config, mode="cargo" if config.mode == "cargo" else "direct")
         report, observed = _in_crate(hidden.reference, hidden, own, slot, task_facts(hidden.reference, hidden),
                                      note_runs=NOTE_RUNS)
-        _OBSERVED[key] = observed if report.build_ok else None
+        counts = report.hidden_tests
+        if not report.build_ok or counts is None or counts.passed != counts.expected:
+            what = (f"passed {counts.passed} of {counts.expected} hidden tests" if report.build_ok and counts
+                    else "did not build")
+            raise sandbox.SandboxError(f"the task's reference {what} in its own run: its hidden tests cannot be judged")
+        _OBSERVED[key] = ReferenceNotes(observed, counts.expected)
         return _OBSERVED[key]
 
 
@@ -210,7 +246,7 @@ _WRONG: dict[tuple[HiddenTests, str], str | None] = {}
 
 
 _WRONG_LOCK = threading.Lock()
-_OBSERVED: dict[tuple, dict[str, tuple[str, ...]] | None] = {}
+_OBSERVED: dict[tuple, ReferenceNotes] = {}
 _OBSERVED_LOCK = threading.Lock()
 _OBSERVING: dict[tuple, threading.Lock] = {}
 
