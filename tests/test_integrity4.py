@@ -140,34 +140,41 @@ def _hidden_counts(codes: list[str], hidden: list[HiddenTests], mode: str) -> li
     return [(r.hidden_tests.passed, r.hidden_tests.expected) for r in reports]
 
 
-@pytest.mark.parametrize("mode", ["direct", "batch", "cargo"])
-def test_a_pass_its_process_reports_counts_only_with_the_references_values(mode, monkeypatch):
-    """The lying ``==`` makes the test process pass ``overlap``; the notes show it compared 3..9 where the reference
-    compared 3..5, so it fails. An honest solution written otherwise passes everything, beside it in one batch."""
-    counts = _hidden_counts([SPAN, LYING_SPAN, OTHER_SPAN, HONEST], [SPAN_TESTS] * 3 + [ADD], mode)
-    assert counts == [(2, 2), (0, 2), (2, 2), (3, 3)]
-    import rust_rewards.verify.crate as crate
-    import rust_rewards.verify.single as single
+SPAN_STD_TESTS = HiddenTests(SPAN_TESTS.text.replace(
+    "assert_eq!(got, Some(Span { start: 3, end: 5 }));", "assert_eq!(got.map(|s| (s.start, s.end)), Some((3, 5)));"),
+    reference=SPAN, prompt=SPAN_TESTS.prompt)
+"""The same tests comparing std values (``observe``): what the shipped task sets do (``md-070``)."""
 
-    for module in (crate, single):  # judged by the seals alone, the forged pass counts
-        monkeypatch.setattr(module, "observable", lambda tests, reference: False)
-    assert _hidden_counts([LYING_SPAN], [SPAN_TESTS], mode) == [(1, 2)]
+
+@pytest.mark.parametrize("mode", ["direct", "batch", "cargo"])
+def test_a_pass_its_process_reports_counts_only_with_the_references_values(mode):
+    """Compared as std values, the wrong ``intersect`` returns 3..9 where the reference returns 3..5: it fails, though
+    its ``==`` lies. Compared as values of the solution's own type, the lying ``==`` is the only judge (the note of
+    such a value is ``OPAQUE``): the seal's word, which the shipped sets never rely on. An honest solution written
+    otherwise passes everything, beside them in one batch."""
+    counts = _hidden_counts([SPAN, LYING_SPAN, OTHER_SPAN, HONEST], [SPAN_STD_TESTS] * 3 + [ADD], mode)
+    assert counts == [(2, 2), (0, 2), (2, 2), (3, 3)]
+    assert _hidden_counts([LYING_SPAN, OTHER_SPAN], [SPAN_TESTS] * 2, mode) == [(1, 2), (2, 2)]
+    std, own = (reference_observations(h, VerifierConfig(mode=mode)) for h in (SPAN_STD_TESTS, SPAN_TESTS))
+    assert (std.judged, std.opaque) == (2, 0) and (own.judged, own.opaque) == (1, 1)
 
 
 def test_notes_that_differ_between_the_references_own_runs_are_not_judged():
     """A value that changes from run to run (the clock) cannot be compared with the reference's: that test keeps the
-    sealed verdict, and a different but valid answer passes."""
+    sealed verdict (the shipped sets have none: ``python -m rust_rewards notes``), and a different valid answer
+    passes."""
     reference = ("pub fn stamp() -> u128 {\n    std::time::SystemTime::now()\n"
                  "        .duration_since(std::time::UNIX_EPOCH)\n        .map_or(1, |d| d.as_nanos())\n}\n")
-    hidden = HiddenTests("use super::*;\n\n#[test]\nfn not_zero() {\n    assert_ne!(stamp(), 0);\n}\n",
-                         reference=reference, prompt="Write `pub fn stamp() -> u128`, never 0.")
+    hidden = HiddenTests("use super::*;\n\n#[test]\nfn not_zero() {\n    let s = stamp();\n    assert_eq!(s, s);\n"
+                         "    assert_ne!(s, 0);\n}\n", reference=reference,
+                         prompt="Write `pub fn stamp() -> u128`, never 0.")
     observed = reference_observations(hidden, VerifierConfig(mode="direct"))
-    assert observed == {}
+    assert observed.notes == {} and (observed.tests, observed.unstable) == (1, 1)
     assert _hidden_counts(["pub fn stamp() -> u128 {\n    7\n}\n"], [hidden], "direct") == [(1, 1)]
 
 
-def test_hash_collections_keep_the_sealed_verdict():
-    assert not observable("use super::*;\nuse std::collections::HashMap;\n", "pub fn f() {}")
-    assert not observable("use super::*;\n", "pub fn f() -> std::collections::HashSet<u8> { todo!() }")
+def test_only_a_task_without_a_reference_keeps_the_sealed_verdict():
+    assert observable("use super::*;\nuse std::collections::HashMap;\n", "pub fn f() {}")
+    assert observable("use super::*;\n", "pub fn f() -> std::collections::HashSet<u8> { todo!() }")
     assert not observable("use super::*;\n", "")
     assert observable(SPAN_TESTS.text, SPAN)
