@@ -1,13 +1,15 @@
-"""clippy's warn-by-default groups are forced (``--force-warn``, rust_rewards.verify.harness.CLIPPY_FORCED): no lint
-attribute in the completion earns the clippy reward for code clippy flags, whatever its form or level; an honest
-answer keeps it; the hidden tests still judge the code. Real cargo, every verifier mode."""
+"""clippy's default groups are forced (``--force-warn``, rust_rewards.verify.harness.CLIPPY_FORCED), the deny-level
+``correctness`` group too: no lint attribute in the completion earns the clippy reward for code clippy flags, whatever
+its form or level; what changes clippy's view of the code (``cfg(clippy)``, ``clippy::msrv``) is refused
+(``rules.clippy_view_reasons``); an honest answer keeps it; the hidden tests still judge the code. Real cargo, every
+verifier mode."""
 
 from __future__ import annotations
 
 import pytest
 
 from rust_rewards.rewards import rewards_from_report
-from rust_rewards.rust.rules import MACRO_DEFINITION
+from rust_rewards.rust.rules import CLIPPY_VIEW, MACRO_DEFINITION
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import MODES, VerifierConfig
 from rust_rewards.verify.verifier import Verifier
@@ -31,7 +33,16 @@ SILENCED = {  # name: (code, the lint clippy must still report)
     "complexity": ("#![allow(clippy::complexity)]\n\npub fn add(a: i32, b: i32) -> i32 {\n    let big = if a > b "
                    "{ true } else { false };\n    if big { a + b } else { b + a }\n}\n", "needless_bool"),
 }
-CASES = {**{name: code for name, (code, _) in SILENCED.items()}, "honest": REFERENCE}
+SILENCED["allow correctness"] = ("#[allow(clippy::eq_op)]\npub fn add(a: i32, b: i32) -> i32 {\n"
+                                 "    if a == a { a + b } else { 0 }\n}\n", "eq_op")
+SILENCED["correctness"] = ("pub fn add(a: i32, b: i32) -> i32 {\n    if a == a { a + b } else { 0 }\n}\n", "eq_op")
+REFUSED = {  # what clippy sees is not what is built or tested
+    "msrv": "#![clippy::msrv = \"1.0.0\"]\n\n" + REFERENCE,
+    "cfg not clippy": "#[cfg(not(clippy))]\n" + RETURN + "\n#[cfg(clippy)]\n" + REFERENCE,
+    "cfg_attr clippy": "#![cfg_attr(clippy, allow(clippy::all))]\n\n" + RETURN,
+    "cfg! clippy": "pub fn add(a: i32, b: i32) -> i32 {\n    if cfg!(clippy) { a + b } else { a - b + 2 * b }\n}\n",
+}
+CASES = {**{name: code for name, (code, _) in SILENCED.items()}, **REFUSED, "honest": REFERENCE}
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +75,12 @@ def test_clean_code_keeps_the_clippy_reward(reports, mode):
     report = reports[(mode, "honest")]
     assert report.clippy_ok and report.clippy_warnings == ()
     assert rewards_from_report(report)["clippy_reward"] > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_code_that_changes_what_clippy_sees_is_refused(reports, mode, name):
+    report = reports[(mode, name)]
+    assert report.hack_reasons == (CLIPPY_VIEW,) and not report.clippy_ok
+    rewards = rewards_from_report(report)
+    assert rewards["clippy_reward"] == 0.0 and rewards["hidden_test_reward"] == 0.0
