@@ -16,6 +16,7 @@ from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.honest import honest_variant
+from rust_rewards.rust.soundness import FN_POINTER_LIFETIMES, IMPLIED_BOUNDS, soundness_holes
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.coverage import note_coverage
@@ -142,3 +143,25 @@ def test_a_reference_that_fails_its_own_run_is_an_internal_error_and_is_run_agai
     assert "reference passed 0 of 1" in report.internal_error
     assert all(v is None for v in rewards_from_report(report).values())
     assert not any(key[0] == broken for key in _OBSERVED)  # nothing cached: the next verification runs it again
+
+
+SOUNDNESS = ("array_nested_ref_add", "tuple_nested_ref_add", "fn_pointer_generic_return_add")
+
+
+@pytest.mark.parametrize("mode", ["direct", "batch"])
+def test_round_five_spellings_of_the_soundness_holes_are_one_rule(mode):
+    """A reference nested inside an array or a tuple, a lifetime that reaches a fn pointer type through a type
+    parameter: each read from the parse (``rust.soundness``), refused beside an honest neighbour."""
+    attacks = [(CORPUS / f"{name}.rs").read_text() for name in SOUNDNESS]
+    holes = [soundness_holes(a) for a in attacks]
+    assert IMPLIED_BOUNDS in holes[0] and IMPLIED_BOUNDS in holes[1] and holes[2] == (FN_POINTER_LIFETIMES,)
+    assert soundness_holes("pub fn f<'a>(v: &'a [&'a str]) -> &'a str {\n    v[0]\n}\n") == ()  # one lifetime
+    verifier = Verifier(VerifierConfig(mode=mode), workers=2)
+    try:
+        *attacked, neighbour = verifier.verify_many([*attacks, HONEST], [ADD] * 4, raw_code=True)
+    finally:
+        verifier.close()
+    for name, report in zip(SOUNDNESS, attacked, strict=True):
+        rewards = rewards_from_report(report)
+        assert report.hack_reasons and rewards["hidden_test_reward"] == rewards["test_reward"] == 0.0, name
+    assert neighbour.hidden_tests.passed == 3 and not neighbour.hack_reasons

@@ -4,13 +4,17 @@ The seals (``verify/crate.py``) assume that code compiled under ``#![forbid(unsa
 process's memory. Open soundness bugs of rustc break that assumption in safe code: "cve-rs" turns
 rust-lang/rust#25860 into a safe ``transmute``, with which a task function can overwrite its caller's return
 address and return past a failing assertion into the sealed test's epilogue. Each family below is refused by the
-shapes its known exploits need; a completion whose task's reference uses the same shape is not (see
-``single.task_facts``). Families not listed are not covered: docs/verifier.md names them.
+shapes its known exploits need, read from a parse of the code (tree-sitter), not from token spellings; a completion
+whose task's reference uses the same shape is not (see ``single.task_facts``). Families not listed are not covered:
+docs/verifier.md names them.
 """
 
 from __future__ import annotations
 
-from rust_rewards.rust.lexer import Token, _bracket_pairs
+import tree_sitter_rust
+from tree_sitter import Language, Node, Parser
+
+from rust_rewards.rust.lexer import Token, _bracket_pairs, tokenize
 
 IMPLIED_BOUNDS = "soundness hole: nested references with named lifetimes (rust-lang/rust#25860, cve-rs)"
 FN_POINTER_LIFETIMES = ("soundness hole: fn pointer type with lifetimes or inferred parameters "
@@ -20,99 +24,95 @@ BLANKET_ASSOCIATED = ("soundness hole: blanket impl over `T: ?Sized` of a trait 
 FAMILIES = (IMPLIED_BOUNDS, FN_POINTER_LIFETIMES, BLANKET_ASSOCIATED)
 
 
-def _lifetime(tok: Token | None) -> bool:
-    return tok is not None and tok.kind == "lifetime"
+_RUST = Language(tree_sitter_rust.language())
+_ITEMS = frozenset({"function_item", "function_signature_item", "impl_item", "struct_item", "enum_item",
+                    "union_item", "trait_item", "type_item"})
+"""Items whose ``type_parameters`` are in scope in their types."""
 
 
-def soundness_holes(tokens: list[Token]) -> tuple[str, ...]:
-    """The families of ``FAMILIES`` whose exploit shapes appear in ``tokens``.
+def soundness_holes(source: str) -> tuple[str, ...]:
+    """The families of ``FAMILIES`` whose exploit shapes appear in ``source``, read from its parse (tree-sitter's
+    Rust grammar), so that every spelling of a shape is one rule:
 
-    >>> from rust_rewards.rust.lexer import tokenize
-    >>> soundness_holes(tokenize("fn t<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }")) == (IMPLIED_BOUNDS,)
+    - ``IMPLIED_BOUNDS``: a reference with a named lifetime to a type that holds another named lifetime anywhere
+      (``&'a &'b ()``, ``&'a Holder<'b, T>``, ``&'a [&'b (); 0]``, ``&'a (&'b (),)``): the implied bound
+      ``'b: 'a`` that rust-lang/rust#25860 forges;
+    - ``FN_POINTER_LIFETIMES``: a fn pointer type that holds a lifetime, ``_``, a ``for<...>`` binder or a type
+      parameter of an item around it (``fn(Unit, &mut T) -> R``: the lifetime arrives in ``R``), the variance
+      cve-rs uses to pick the lifetimes;
+    - ``BLANKET_ASSOCIATED``: ``impl<T: ?Sized> Trait for T`` defining an associated type (rust-lang/rust#57893).
+
+    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
     True
-    >>> soundness_holes(tokenize("fn t<'a, 'b, T>(_: &'a Holder<'b, T>, v: &'b T) -> &'a T { v }")) == (IMPLIED_BOUNDS,)
+    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a [&'b (); 0], v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
     True
-    >>> soundness_holes(tokenize("type P<A, R, T> = fn(A, &mut T) -> R;")) == (FN_POINTER_LIFETIMES,)
+    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a (&'b (),), v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
     True
-    >>> soundness_holes(tokenize("fn apply(f: fn(i32) -> i32) -> i32 { f(1) }"))
+    >>> soundness_holes("type P<A, R, T> = fn(A, &mut T) -> R;") == (FN_POINTER_LIFETIMES,)
+    True
+    >>> soundness_holes("fn go<R, T>(f: fn((), &mut T) -> R, t: &mut T) -> R { f((), t) }") == (FN_POINTER_LIFETIMES,)
+    True
+    >>> soundness_holes("fn apply(f: fn(i32) -> i32) -> i32 { f(1) }")
     ()
-    >>> soundness_holes(tokenize("fn first<'a>(v: &'a Vec<i32>) -> &'a i32 { &v[0] }"))
+    >>> soundness_holes("fn longest<'a>(v: &'a [&'a str]) -> &'a str { v[0] }")
     ()
     """
     found: set[str] = set()
-    n = len(tokens)
-    pairs = _bracket_pairs(tokens)
-    at = lambda k: tokens[k] if 0 <= k < n else None  # noqa: E731
-    for i, tok in enumerate(tokens):
-        text = tok.text
-        if text == "&" and _lifetime(at(i + 1)):
-            k = i + 2 + (at(i + 2) is not None and at(i + 2).text == "mut")
-            if at(k) is not None and at(k).text in ("&", "&&") and _lifetime(at(k + 1)) or _lifetime_args(tokens, k):
-                found.add(IMPLIED_BOUNDS)
-        elif text == "type" and tok.kind == "ident" and _generic_fn_alias(tokens, i):
+    tree = Parser(_RUST).parse(source.encode())
+    stack = [(tree.root_node, frozenset())]
+    while stack:
+        node, params = stack.pop()
+        if node.type in _ITEMS:
+            generics = node.child_by_field_name("type_parameters")
+            if generics is not None:
+                params = params | {c.text.decode() for c in _descendants(generics) if c.type == "type_identifier"
+                                   and c.parent is not None and c.parent.type in ("type_parameter",
+                                                                                  "constrained_type_parameter")}
+        if node.type == "reference_type" and _implied_bound(node):
+            found.add(IMPLIED_BOUNDS)
+        elif (node.type == "function_type" and any(c.type == "fn" for c in node.children)  # not `Fn(A) -> B`
+              and _variant_fn_pointer(node, params)):
             found.add(FN_POINTER_LIFETIMES)
-        elif text == "fn" and tok.kind == "ident" and at(i + 1) is not None and at(i + 1).text == "(":
-            end = pairs[i + 1] + 1
-            if at(end) is not None and at(end).text == "->":
-                end += 1
-                while at(end) is not None and at(end).text not in (",", ";", "=", ")", "{", ">", "]"):
-                    end += 1
-            inside = tokens[i + 2 : end]
-            if any(t.kind == "lifetime" or t.text == "_" for t in inside) or (
-                    at(i - 1) is not None and at(i - 1).text == ">" and _for_before(tokens, i - 1)):
-                found.add(FN_POINTER_LIFETIMES)
-        elif text == "impl" and at(i + 1) is not None and at(i + 1).text == "<" and _blanket_unsized(tokens, pairs, i):
-            found.add(BLANKET_ASSOCIATED)
+        stack.extend((child, params) for child in node.children)
+    tokens = tokenize(source)
+    pairs = _bracket_pairs(tokens)
+    if any(t.text == "impl" and i + 1 < len(tokens) and tokens[i + 1].text == "<" and _blanket_unsized(tokens, pairs, i)
+           for i, t in enumerate(tokens)):
+        found.add(BLANKET_ASSOCIATED)
     return tuple(f for f in FAMILIES if f in found)
 
 
-def _angle_end(tokens: list[Token], lt: int) -> int:
-    """The index of the ``>`` that closes the ``<`` at ``lt`` (``len(tokens)`` when none does)."""
-    depth = 0
-    for j in range(lt, len(tokens)):
-        text = tokens[j].text
-        depth += text.count("<") if text in ("<", "<<") else 0
-        depth -= text.count(">") if text in (">", ">>") else 0
-        if depth <= 0:
-            return j
-    return len(tokens)
+def _descendants(node: Node) -> list[Node]:
+    out, stack = [], list(node.children)
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.children)
+    return out
 
 
-def _lifetime_args(tokens: list[Token], k: int) -> bool:
-    """A path at ``k`` whose generic arguments hold a lifetime (``&'a Holder<'b, T>``: the nested reference of
-    rust-lang/rust#25860 inside a struct)."""
-    while k + 1 < len(tokens) and tokens[k].kind == "ident" and tokens[k + 1].text == "::":
-        k += 2
-    if k + 1 >= len(tokens) or tokens[k].kind != "ident" or tokens[k + 1].text != "<":
+def _name(lifetime: Node) -> str:
+    return lifetime.text.decode()
+
+
+def _implied_bound(node: Node) -> bool:
+    """``&'a T`` where ``T`` holds a named lifetime other than ``'a`` (``'_`` is no name)."""
+    own = next((c for c in node.children if c.type == "lifetime"), None)
+    target = node.child_by_field_name("type")
+    if own is None or target is None:
         return False
-    return any(t.kind == "lifetime" for t in tokens[k + 2 : _angle_end(tokens, k + 1)])
+    inner = {_name(n) for n in [target, *_descendants(target)] if n.type == "lifetime"} - {"'_"}
+    return bool(inner - {_name(own)})
 
 
-def _generic_fn_alias(tokens: list[Token], i: int) -> bool:
-    """``type P<A, R, T> = fn(A, &mut T) -> R;``: a generic alias of a fn pointer type, whose lifetimes (or ``_``)
-    appear only where it is used (``P<_, &'b mut T, T>``)."""
-    if i + 2 >= len(tokens) or tokens[i + 1].kind != "ident" or tokens[i + 2].text != "<":
-        return False
-    j = _angle_end(tokens, i + 2) + 1
-    while j < len(tokens) and tokens[j].text not in ("=", ";", "{"):
-        j += 1
-    head = [t.text for t in tokens[j + 1 : j + 12]]
-    while head and head[0] in ("for", "unsafe", "extern") or head[:1] and head[0].startswith('"'):
-        if head[0] == "for" and "<" in head:  # skip the binder
-            head = head[head.index(">") + 1 :] if ">" in head else []
-        else:
-            head = head[1:]
-    return bool(head) and tokens[j].text == "=" and head[0] == "fn"
-
-
-def _for_before(tokens: list[Token], gt: int) -> bool:
-    """Whether the ``>`` at ``gt`` closes a ``for<...>`` binder."""
-    depth = 0
-    for j in range(gt, -1, -1):
-        depth += tokens[j].text == ">"
-        depth -= tokens[j].text == "<"
-        if depth == 0:
-            return j > 0 and tokens[j - 1].text == "for"
+def _variant_fn_pointer(node: Node, params: frozenset[str]) -> bool:
+    """A fn pointer type holding a lifetime, ``_``, a ``for<...>`` binder or a type parameter in scope."""
+    for n in _descendants(node):
+        if n.type in ("lifetime", "for_lifetimes") or (n.type == "_" and n.parent is not None
+                                                        and n.parent.type != "parameter"):
+            return True
+        if n.type == "type_identifier" and (n.text.decode() in params or n.text == b"_"):
+            return True
     return False
 
 
