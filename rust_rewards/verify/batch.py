@@ -66,7 +66,7 @@ from rust_rewards.verify.harness import (
 )
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.single import (
-    reference_observations,
+    notes_to_match,
     task_checked,
     task_facts,
     task_variants,
@@ -633,9 +633,8 @@ def _member_job(job: Job, m: _Member, durations: dict[str, float], slot: int | N
     names = (tuple(f"{m.module}::{name}" for name in m.hidden_names),) if m.hidden is not None else ()
     layout = replace(job.layout, hidden=m.hidden, hidden_module=f"{m.module}::{m.hidden_module}",
                      hidden_names=names, tree=tree, seals=(tree.hidden,), variant_codes=m.variants)
-    noted = reference_observations(m.hidden, job.config, slot) if m.hidden is not None else None
     return Job(layout, job.tc, job.config, slot, job.logs / m.module, durations=durations,
-               expected_notes=noted and noted.notes)
+               expected_notes=notes_to_match(m.code, m.hidden, job.config, slot))
 
 
 def _run_member(job: Job, m: _Member, outcome: CompileOutcome, size: int, layers: tuple[str, ...],

@@ -94,8 +94,8 @@ def verify_code(
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
         return task_checked(Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts,
                                    mode=config.mode), code, hidden)
-    noted = reference_observations(hidden, config, slot) if hidden is not None else None
-    verdict, _ = _in_crate(code, hidden, config, slot, facts, first, expected_notes=noted and noted.notes)
+    verdict, _ = _in_crate(code, hidden, config, slot, facts, first,
+                           expected_notes=notes_to_match(code, hidden, config, slot))
     return task_checked(replace(verdict, code_hash=key), code, hidden)
 
 
@@ -183,6 +183,17 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: in
             raise sandbox.SandboxError(f"the task's reference {what} in its own run: its hidden tests cannot be judged")
         _OBSERVED[key] = ReferenceNotes(observed, counts.expected)
         return _OBSERVED[key]
+
+
+def notes_to_match(code: str, hidden: HiddenTests | None, config: VerifierConfig,
+                   slot: int = 0) -> dict[str, tuple[str, ...]] | None:
+    """The notes ``code``'s hidden tests must write to pass (``ReferenceNotes.notes``); None without a reference, and
+    for the reference itself (process_data checks it): its own run is its verdict, its notes could only equal
+    themselves."""
+    if hidden is None or code.strip() == hidden.reference.strip():
+        return None
+    noted = reference_observations(hidden, config, slot)
+    return None if noted is None else noted.notes
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
