@@ -165,3 +165,22 @@ def test_round_five_spellings_of_the_soundness_holes_are_one_rule(mode):
         rewards = rewards_from_report(report)
         assert report.hack_reasons and rewards["hidden_test_reward"] == rewards["test_reward"] == 0.0, name
     assert neighbour.hidden_tests.passed == 3 and not neighbour.hack_reasons
+
+
+@pytest.mark.parametrize("mode", ["direct", "batch"])
+def test_own_test_copies_resolve_names_as_at_home(mode):
+    """A variant's copy of the own tests sees the names the completion binds and the variant does not
+    (``crate.home_names``): the solution's by-value trait method answers there as at home, so tests that check
+    nothing at home kill no mutant and earn nothing; honest tests still do."""
+    attack = (CORPUS / "home_trait_vacuous_tests.rs").read_text()
+    honest_tests = attack.replace("add(2, 3).is_right(2, 3)", "add(2, 3) == 5").replace(
+        "add(-4, 1).is_right(-4, 1)", "add(-4, 1) == -3")
+    verifier = Verifier(VerifierConfig(mode=mode), workers=2)
+    try:
+        attacked, honest = verifier.verify_many([attack, honest_tests], [ADD, ADD], raw_code=True)
+    finally:
+        verifier.close()
+    assert attacked.hidden_tests.passed == 3 and attacked.own_tests.passed == 1
+    assert attacked.own_checks.compiled and attacked.own_checks.discriminating == 0, attacked.own_checks
+    assert rewards_from_report(attacked)["test_reward"] == 0.0
+    assert honest.own_checks.discriminating == 1 and rewards_from_report(honest)["test_reward"] == 2.0

@@ -43,7 +43,7 @@ from rust_rewards.rust.lexer import (
     test_regions,
     tokenize,
 )
-from rust_rewards.rust.names import test_imports
+from rust_rewards.rust.names import test_imports, top_level
 from rust_rewards.rust.signatures import required_items
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.observe import observable, observe_assertions
@@ -196,6 +196,20 @@ def own_test_code(code: str) -> str:
     return "\n\n".join(code[a:b] for a, b in sorted(spans))
 
 
+def home_names(code: str, other: str) -> str:
+    """The import that gives a variant's copy of the own tests every name the completion binds at its top level and
+    the variant does not (its helper fns, its own traits): the copy resolves names and methods as the tests do at
+    home (an own trait's by-value method wins there as it does at home), and only the task's items are the
+    variant's.
+
+    >>> home_names("pub trait Full { fn f(self); } pub fn add() {}", "pub fn add() {}")
+    '#[allow(unused_imports)] use super::{Full};'
+    """
+    home, there = top_level(code), top_level(other)
+    extra = sorted(home.names() - there.names() - home.macros)
+    return f"#[allow(unused_imports)] use super::{{{', '.join(extra)}}};" if extra else ""
+
+
 def rehomed(tests: str, module: str) -> str:
     """The own tests' code as a variant's copy: ``crate::`` paths lead to the variant's module, so a copy reaches
     the variant's items by every path its original reaches the completion's (``crate::f`` and ``super::f`` are
@@ -254,8 +268,8 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
         module = f"{VARIANT}_{secrets.token_hex(8)}"
         text, copies = seal_tests(rehomed(tests, module))
         # the reference's own warnings are not the model's (and its code is never shown to the model)
-        files[f"{module}.rs"] = (forbid + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n\n"
-                                 + text + "\n")
+        files[f"{module}.rs"] = (forbid + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n"
+                                 + home_names(code, other) + "\n" + text + "\n")
         made.append(Variant(module, kind, other, tuple(t.under(module) for t in copies)))
         root += _hook(module)
     return ModuleTree(root, files, own, hidden_module, hidden_tests, tuple(made))
