@@ -42,7 +42,7 @@ mod __MODULE__ {
     use ::std::option::Option;
     use ::std::string::String;
     use ::std::vec::Vec;
-    pub trait N { fn n(&self, o: &mut String); }
+    pub trait N { #[inline] fn n(&self, o: &mut String); }
     pub struct W<'a, T: ?Sized>(pub &'a T);
     pub trait S { fn t(&self) -> Option<String>; }
     impl<T: N + ?Sized> S for W<'_, T> {
@@ -50,6 +50,17 @@ mod __MODULE__ {
     }
     pub trait O { fn t(&self) -> Option<String>; }
     impl<T: ?Sized> O for &W<'_, T> { fn t(&self) -> Option<String> { Option::None } }
+    pub fn put(t: Option<String>) {
+        let mut v: Vec<u8> = ::std::string::ToString::to_string(&__TAG__u128).into_bytes();
+        v.insert(0, 10); v.push(58);
+        match t {
+            Option::Some(s) => for b in s.bytes() {
+                v.push(b"0123456789abcdef"[(b >> 4) as usize]); v.push(b"0123456789abcdef"[(b & 15) as usize]);
+            },
+            Option::None => v.push(b'__OPAQUE__'),
+        }
+        v.push(10); let _ = ::std::io::Write::write_all(&mut ::std::io::stdout(), &v);
+    }
     fn one<T: N + ?Sized>(x: &T) -> String { let mut o = String::new(); x.n(&mut o); o }
     fn seq<'a, T: N + 'a>(o: &mut String, it: impl Iterator<Item = &'a T>) {
         o.push('['); for x in it { x.n(o); } o.push(']');
@@ -58,53 +69,53 @@ mod __MODULE__ {
         v.sort(); o.push('{'); for x in v { o.push_str(&x); } o.push('}');
     }
     macro_rules! shown { ($p:literal; $($t:ty),*) => { $(impl N for $t {
-        fn n(&self, o: &mut String) { let _ = ::std::write!(o, ::std::concat!($p, "{};"), self); }
+        #[inline] fn n(&self, o: &mut String) { let _ = ::std::write!(o, ::std::concat!($p, "{};"), self); }
     })* } }
     shown!("i"; i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
     shown!("b"; bool);
-    impl N for char { fn n(&self, o: &mut String) { let _ = ::std::write!(o, "c{};", *self as u32); } }
+    impl N for char { #[inline] fn n(&self, o: &mut String) { let _ = ::std::write!(o, "c{};", *self as u32); } }
     macro_rules! float { ($($t:ty),*) => { $(impl N for $t {
-        fn n(&self, o: &mut String) {
+        #[inline] fn n(&self, o: &mut String) {
             let v = if *self == 0.0 { 0.0 } else { *self }; let _ = ::std::write!(o, "f{:?};", v);
         }
     })* } }
     float!(f32, f64);
     impl N for str {
-        fn n(&self, o: &mut String) { let _ = ::std::write!(o, "s{}:", self.len()); o.push_str(self); }
+        #[inline] fn n(&self, o: &mut String) { let _ = ::std::write!(o, "s{}:", self.len()); o.push_str(self); }
     }
-    impl N for String { fn n(&self, o: &mut String) { self.as_str().n(o) } }
-    impl N for () { fn n(&self, o: &mut String) { o.push_str("();"); } }
+    impl N for String { #[inline] fn n(&self, o: &mut String) { self.as_str().n(o) } }
+    impl N for () { #[inline] fn n(&self, o: &mut String) { o.push_str("();"); } }
     macro_rules! deref { ($($t:ty),*) => { $(impl<T: N + ?Sized> N for $t {
-        fn n(&self, o: &mut String) { (**self).n(o) }
+        #[inline] fn n(&self, o: &mut String) { (**self).n(o) }
     })* } }
     deref!(&T, &mut T, ::std::boxed::Box<T>, ::std::rc::Rc<T>, ::std::sync::Arc<T>);
     impl<B: N + ::std::borrow::ToOwned + ?Sized> N for ::std::borrow::Cow<'_, B> {
-        fn n(&self, o: &mut String) { (**self).n(o) }
+        #[inline] fn n(&self, o: &mut String) { (**self).n(o) }
     }
     macro_rules! sequence { ($($t:ty),*) => { $(impl<T: N> N for $t {
-        fn n(&self, o: &mut String) { seq(o, self.iter()) }
+        #[inline] fn n(&self, o: &mut String) { seq(o, self.iter()) }
     })* } }
     sequence!([T], Vec<T>, ::std::collections::VecDeque<T>, ::std::collections::LinkedList<T>);
-    impl<T: N, const K: usize> N for [T; K] { fn n(&self, o: &mut String) { seq(o, self.iter()) } }
+    impl<T: N, const K: usize> N for [T; K] { #[inline] fn n(&self, o: &mut String) { seq(o, self.iter()) } }
     impl<T: N, H> N for ::std::collections::HashSet<T, H> {
-        fn n(&self, o: &mut String) { set(o, self.iter().map(one).collect()) }
+        #[inline] fn n(&self, o: &mut String) { set(o, self.iter().map(one).collect()) }
     }
     impl<T: N> N for ::std::collections::BTreeSet<T> {
-        fn n(&self, o: &mut String) { set(o, self.iter().map(one).collect()) }
+        #[inline] fn n(&self, o: &mut String) { set(o, self.iter().map(one).collect()) }
     }
     impl<K: N, V: N, H> N for ::std::collections::HashMap<K, V, H> {
-        fn n(&self, o: &mut String) { set(o, self.iter().map(|e| one(&e)).collect()) }
+        #[inline] fn n(&self, o: &mut String) { set(o, self.iter().map(|e| one(&e)).collect()) }
     }
     impl<K: N, V: N> N for ::std::collections::BTreeMap<K, V> {
-        fn n(&self, o: &mut String) { set(o, self.iter().map(|e| one(&e)).collect()) }
+        #[inline] fn n(&self, o: &mut String) { set(o, self.iter().map(|e| one(&e)).collect()) }
     }
     impl<T: N> N for Option<T> {
-        fn n(&self, o: &mut String) {
+        #[inline] fn n(&self, o: &mut String) {
             match self { Option::Some(x) => { o.push('S'); x.n(o) } Option::None => o.push_str("N;") }
         }
     }
     impl<T: N, E: N> N for ::std::result::Result<T, E> {
-        fn n(&self, o: &mut String) {
+        #[inline] fn n(&self, o: &mut String) {
             match self {
                 ::std::result::Result::Ok(x) => { o.push('O'); x.n(o) }
                 ::std::result::Result::Err(e) => { o.push('E'); e.n(o) }
@@ -112,26 +123,26 @@ mod __MODULE__ {
         }
     }
     macro_rules! tuple { ($(($($t:ident $i:tt),+))*) => { $(impl<$($t: N),+> N for ($($t,)+) {
-        fn n(&self, o: &mut String) { o.push('('); $(self.$i.n(o);)+ o.push(')'); }
+        #[inline] fn n(&self, o: &mut String) { o.push('('); $(self.$i.n(o);)+ o.push(')'); }
     })* } }
     tuple!((A 0) (A 0, B 1) (A 0, B 1, C 2) (A 0, B 1, C 2, D 3) (A 0, B 1, C 2, D 3, E 4)
            (A 0, B 1, C 2, D 3, E 4, F 5) (A 0, B 1, C 2, D 3, E 4, F 5, G 6)
            (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7));
     impl<T: N> N for ::std::ops::Range<T> {
-        fn n(&self, o: &mut String) { o.push('r'); self.start.n(o); self.end.n(o); }
+        #[inline] fn n(&self, o: &mut String) { o.push('r'); self.start.n(o); self.end.n(o); }
     }
     impl<T: N + PartialOrd> N for ::std::ops::RangeInclusive<T> {
-        fn n(&self, o: &mut String) {
+        #[inline] fn n(&self, o: &mut String) {
             o.push('R'); self.start().n(o); self.end().n(o); o.push_str(if self.is_empty() { "1;" } else { "0;" });
         }
     }
-    impl<T: N> N for ::std::cmp::Reverse<T> { fn n(&self, o: &mut String) { self.0.n(o) } }
-    impl<T: N> N for ::std::num::Wrapping<T> { fn n(&self, o: &mut String) { self.0.n(o) } }
+    impl<T: N> N for ::std::cmp::Reverse<T> { #[inline] fn n(&self, o: &mut String) { self.0.n(o) } }
+    impl<T: N> N for ::std::num::Wrapping<T> { #[inline] fn n(&self, o: &mut String) { self.0.n(o) } }
     impl N for ::std::time::Duration {
-        fn n(&self, o: &mut String) { let _ = ::std::write!(o, "d{};", self.as_nanos()); }
+        #[inline] fn n(&self, o: &mut String) { let _ = ::std::write!(o, "d{};", self.as_nanos()); }
     }
     macro_rules! debug { ($($t:ty),*) => { $(impl N for $t {
-        fn n(&self, o: &mut String) { let _ = ::std::write!(o, "e{:?};", self); }
+        #[inline] fn n(&self, o: &mut String) { let _ = ::std::write!(o, "e{:?};", self); }
     })* } }
     debug!(::std::cmp::Ordering, ::std::num::ParseIntError, ::std::num::ParseFloatError,
            ::std::num::TryFromIntError, ::std::num::IntErrorKind, ::std::char::ParseCharError,
@@ -139,19 +150,7 @@ mod __MODULE__ {
            ::std::char::CharTryFromError, ::std::fmt::Error);
 }
 #[allow(unused_imports)] use self::__MODULE__::{S as _, O as _};
-macro_rules! __rr_put { ($t:expr) => {{
-    let __rr_t: ::std::option::Option<::std::string::String> = $t;
-    let mut __rr_v: ::std::vec::Vec<u8> = ::std::string::ToString::to_string(&__TAG__u128).into_bytes();
-    __rr_v.insert(0, 10); __rr_v.push(58);
-    match __rr_t {
-        ::std::option::Option::Some(__rr_s) => for __rr_b in __rr_s.bytes() {
-            __rr_v.push(b"0123456789abcdef"[(__rr_b >> 4) as usize]);
-            __rr_v.push(b"0123456789abcdef"[(__rr_b & 15) as usize]);
-        },
-        ::std::option::Option::None => __rr_v.push(b'__OPAQUE__'),
-    }
-    __rr_v.push(10); let _ = ::std::io::Write::write_all(&mut ::std::io::stdout(), &__rr_v);
-}} }
+macro_rules! __rr_put { ($t:expr) => { __MODULE__::put($t) } }
 macro_rules! __rr_typed { ($l:expr, $r:expr) => { if false { let _ = *$l == *$r; } } }
 macro_rules! __rr_note { ($v:expr) => { __rr_put!((&__MODULE__::W($v)).t()) } }
 macro_rules! __rr_differ { ($l:expr, $r:expr) => { __rr_put!(
