@@ -126,7 +126,7 @@ def _with_cache(config, cache: str | None):
 
 def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
     preset = preset_params(PRESET_OF.get(name, "real"))
-    tasks = [row for row in split(EASY_TASKS, args.seed)["train"]][: args.prompts]
+    tasks = split([EASY_TASKS], args.seed)["train"][: args.prompts]
     params = SamplingParams(n=args.n, temperature=preset.temperature, top_p=1.0, max_new_tokens=args.tokens)
     generator = make_generator("hf", model_path(name), args.adapter or None, answer_format="solution",
                                seed=args.seed)

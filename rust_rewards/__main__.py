@@ -36,6 +36,7 @@ def check_record(path: str, report) -> dict:
         "tests_ok": report.tests_ok,
         "hidden_passed": None if report.hidden_tests is None else report.hidden_tests.passed,
         "hidden_total": None if report.hidden_tests is None else report.hidden_tests.expected,
+        "hidden_failures": [] if report.hidden_tests is None else list(report.hidden_tests.failures),
         "timed_out": list(report.timed_out),
         "error_codes": list(report.error_codes),
         "forbidden": list(report.source.forbidden),

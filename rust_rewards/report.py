@@ -25,6 +25,10 @@ class TestCounts:
     expected: int = 0
     summary_seen: bool = False
     timed_out: bool = False
+    failures: tuple[str, ...] = ()
+    """Hidden tests only: each test that ran and did not pass, as ``name: why`` (``failed``, ``timed out``, ``notes
+    differ from the reference's``): what explains a lost hidden test in eval tables and test messages. Never shown to
+    the model (its feedback reads counts and its own tests' output)."""
 
     @property
     def ok(self) -> bool:
@@ -186,7 +190,8 @@ class Report:
         kwargs = dict(data)
         kwargs["own_tests"] = TestCounts(**data.get("own_tests") or {})
         hidden = data.get("hidden_tests")
-        kwargs["hidden_tests"] = None if hidden is None else TestCounts(**hidden)
+        kwargs["hidden_tests"] = None if hidden is None else TestCounts(
+            **{**hidden, "failures": tuple(hidden.get("failures", ()))})
         checks = dict(data.get("own_checks") or {})
         checks["variants"] = tuple(checks.get("variants") or ())
         kwargs["own_checks"] = OwnTestChecks(**checks)
@@ -215,6 +220,7 @@ class Report:
             "hidden_total": None if hidden is None else hidden.expected,
             "hidden_passed": None if hidden is None else hidden.passed,
             "hidden_ok": self.hidden_ok if hidden is not None else None,
+            "hidden_failures": [] if hidden is None else list(hidden.failures),
             "error_codes": list(self.error_codes),
             "clippy_warnings": list(self.clippy_warnings),
             "timed_out": list(self.timed_out),

@@ -151,7 +151,8 @@ def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path) -> None:
                                              out=str(tmp_path / "out"), k=[1]))
     assert len(results) == 95 and results["build_ok"].all()
     failing = results[~results["hidden_ok"].astype(bool)]
-    assert failing.empty, failing[["task_id", "hidden_passed", "hidden_total"]].to_string()
+    assert failing.empty, failing[["task_id", "hidden_passed", "hidden_total", "hidden_failures",
+                                   "test_output"]].to_string()
     # Tests cargo runs with default features: the benchmark's count minus its doctests (fizzy, macros, react
     # have doc examples, never hidden tests here) and num_test_fns minus feature-gated tests (binary-search...).
     expected = {r["task_id"]: min(r["num_test_fns"], r["verify_tests_passed"]) for r in rows}

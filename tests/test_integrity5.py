@@ -21,7 +21,7 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.coverage import note_coverage
 from rust_rewards.verify.observe import OPAQUE, notes_in, observe_assertions
-from rust_rewards.verify.single import _OBSERVED, reference_observations
+from rust_rewards.verify.single import reference_observations
 from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial" / "integrity5"
@@ -131,18 +131,23 @@ def test_a_pass_forged_past_a_solution_types_eq_does_not_count_where_std_values_
     assert neighbour.hidden_tests.passed == 3
 
 
-def test_a_reference_that_fails_its_own_run_is_an_internal_error_and_is_run_again():
+def test_a_reference_that_fails_its_own_run_lets_no_completion_pass():
+    """A task whose reference fails its own hidden tests (a broken task) passes no completion's hidden test, whatever
+    its process says, and says why in ``TestCounts.failures``; its reference, verified as itself, fails as it is."""
+    reference = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
     broken = HiddenTests("use super::*;\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 2), 5);\n}\n",
-                         reference="pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
-                         prompt="Write `pub fn add(a: i32, b: i32) -> i32`.")
+                         reference=reference, prompt="Write `pub fn add(a: i32, b: i32) -> i32`.")
     verifier = Verifier(VerifierConfig(mode="direct"), workers=1)
     try:
-        (report,) = verifier.verify_many(["pub fn add(a: i32, b: i32) -> i32 {\n    5\n}\n"], [broken], raw_code=True)
+        answer, itself = verifier.verify_many(["pub fn add(_a: i32, _b: i32) -> i32 {\n    5\n}\n", reference],
+                                              [broken, broken], raw_code=True)
     finally:
         verifier.close()
-    assert "reference passed 0 of 1" in report.internal_error
-    assert all(v is None for v in rewards_from_report(report).values())
-    assert not any(key[0] == broken for key in _OBSERVED)  # nothing cached: the next verification runs it again
+    assert answer.build_ok and answer.hidden_tests.passed == 0 and not answer.internal_error
+    assert answer.hidden_tests.failures == ("adds: the task's reference fails its own run (passed 0 of 1: adds: "
+                                            "failed: assertion `left == right` failed)",)
+    assert itself.hidden_tests.passed == 0 and itself.hidden_tests.failures[0].startswith("adds: failed")
+    assert note_coverage([broken])[0].error.startswith("the task's reference fails its own run")
 
 
 SOUNDNESS = ("array_nested_ref_add", "tuple_nested_ref_add", "fn_pointer_generic_return_add")

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
+from rust_rewards.verify.observe import ReferenceNotes
 from rust_rewards.verify.sandbox import SandboxError
-from rust_rewards.verify.single import ReferenceNotes, reference_observations
+from rust_rewards.verify.single import reference_observations
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class NoteCoverage:
 
     @classmethod
     def of(cls, notes: ReferenceNotes) -> NoteCoverage:
-        return cls(notes.tests, notes.judged, notes.opaque, notes.silent, notes.unstable)
+        return cls(notes.tests, notes.judged, notes.opaque, notes.silent, notes.unstable,
+                   f"the task's reference fails its own run: {notes.broken}" if notes.broken else "")
 
 
 def note_coverage(hidden: Sequence[HiddenTests | None], config: VerifierConfig | None = None,

@@ -21,7 +21,7 @@ from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.crate import CrateLayout, SealedTest, remove_sources, rewrite_lib, strip_seals
 from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
-from rust_rewards.verify.observe import notes_in, without_notes
+from rust_rewards.verify.observe import ReferenceNotes, notes_in, without_notes
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.toolchain import Toolchain
 
@@ -44,14 +44,16 @@ class Job:
     durations: dict[str, float] = field(default_factory=dict)
     timed_out: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    expected_notes: dict[str, tuple[str, ...]] | None = None
+    expected_notes: ReferenceNotes | None = None
     """What the reference's run noted per hidden test (``observe``; keys ``observation_key``): a hidden test passes
-    only with the same notes. None: judged by the seals alone."""
+    only with the same notes, and none where the reference failed its own run. None: judged by the seals alone."""
     note_runs: int = 1
     """How often each hidden test runs (the reference's run: 3, to keep only the tests whose notes agree)."""
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """After ``run_tests`` with ``note_runs`` > 1: the notes of each hidden test that passed every run with the same
     notes."""
+    hidden_failures: list[str] = field(default_factory=list)
+    """After ``run_tests``: each hidden test that ran and did not pass, ``name: why`` (``TestCounts.failures``)."""
 
     def env(self) -> dict[str, str]:
         root = self.layout.root
@@ -258,7 +260,7 @@ def run_tests(job: Job, plan: TestPlan, *, own_expected: int, hidden_compiled: b
         ran = hidden_compiled and bool(plan.hidden)
         hidden = TestCounts(passed=passed, failed=layout.hidden_expected - passed if ran else 0,
                             expected=layout.hidden_expected, summary_seen=ran,
-                            timed_out=any(g.startswith("hidden") for g in timed))
+                            timed_out=any(g.startswith("hidden") for g in timed), failures=tuple(job.hidden_failures))
     decided = decided or any(r.returncode != 0 for name, r in results.items() if _FIRST_HIDDEN_RUN.fullmatch(name))
     return TestResults(own, hidden, _checks(layout, plan, results, own_ok, decided))
 
@@ -278,15 +280,33 @@ def _hidden_passed(job: Job, results: dict[str, sandbox.RunResult], i: int,
     sealed = [_passed(results, group, tests) for group in runs]
     notes = [[notes_in(results[f"{group}:{j}"].stdout, t.note_tag) if f"{group}:{j}" in results else None
               for j, t in enumerate(tests)] for group in runs]
-    expected = job.expected_notes or {}
+    expected = job.expected_notes.notes if job.expected_notes is not None else {}
+    broken = job.expected_notes.broken if job.expected_notes is not None else ""
     out = []
     for j, t in enumerate(tests):
         key = observation_key(i, j)
-        ok = sealed[0][j] and (key not in expected or notes[0][j] == expected[key])
+        ok = sealed[0][j] and not broken and (key not in expected or notes[0][j] == expected[key])
         out.append(ok)
+        result = results.get(f"{runs[0]}:{j}")
+        if not ok and result is not None and result.returncode != sandbox.SKIPPED:
+            why = ("timed out" if result.timed_out else _panic_line(result.stdout + result.stderr) if not sealed[0][j]
+                   else f"the task's reference fails its own run ({broken})" if broken
+                   else "notes differ from the reference's")
+            job.hidden_failures.append(f"{t.key}: {why}")
         if job.note_runs > 1 and t.note_tag and all(s[j] for s in sealed) and len({n[j] for n in notes}) == 1:
             job.observed[key] = notes[0][j]
     return out
+
+
+def _panic_line(output: str) -> str:
+    """``failed``, with what the test printed where it panicked (its first line, capped), when it did.
+
+    >>> _panic_line("---- t stdout ----\\nthread 't' panicked at src/x.rs:3:5:\\nassertion failed: x\\n")
+    'failed: assertion failed: x'
+    """
+    lines = output.splitlines()
+    at = next((k for k, line in enumerate(lines) if " panicked at " in line), None)
+    return "failed" if at is None or at + 1 >= len(lines) else f"failed: {lines[at + 1].strip()[:200]}"
 
 
 def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunResult],

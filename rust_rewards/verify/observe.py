@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from dataclasses import dataclass
 
 from rust_rewards.rust.lexer import _bracket_pairs, comma_ranges, tokenize
 
@@ -271,6 +272,40 @@ def _turbofish_comma(tokens: list, start: int, end: int) -> bool:
         elif tokens[j].text == ">" and depth:
             depth -= 1
     return depth > 0
+
+
+@dataclass(frozen=True)
+class ReferenceNotes:
+    """What a task's hidden tests noted with its reference as the solution (``observe``), over ``NOTE_RUNS`` runs."""
+
+    notes: dict[str, tuple[str, ...]]
+    """Per hidden test (``harness.observation_key``) that passed every run with the same notes: those notes. A
+    completion passes such a test only with the same notes; any other test is judged by its seal alone."""
+    tests: int
+    """The task's hidden tests."""
+    broken: str = ""
+    """Why the reference's own run failed (it did not build, or failed a hidden test): then no completion passes a
+    hidden test of the task (the reason goes in ``TestCounts.failures``)."""
+
+    @property
+    def judged(self) -> int:
+        """Hidden tests judged by std values: noted alike in every run, at least one note, none ``OPAQUE``."""
+        return sum(bool(notes) and OPAQUE not in notes for notes in self.notes.values())
+
+    @property
+    def opaque(self) -> int:
+        """Hidden tests noted alike, with a value that is not a std value (its comparison is the seal's word)."""
+        return sum(OPAQUE in notes for notes in self.notes.values())
+
+    @property
+    def silent(self) -> int:
+        """Hidden tests that noted nothing (no assertion ran before they ended: the seal's word alone)."""
+        return sum(not notes for notes in self.notes.values())
+
+    @property
+    def unstable(self) -> int:
+        """Hidden tests whose notes differ between the reference's own runs (judged by their seal alone)."""
+        return 0 if self.broken else self.tests - len(self.notes)
 
 
 def notes_in(stdout: str, tag: str) -> tuple[str, ...]:

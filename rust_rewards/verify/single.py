@@ -34,7 +34,7 @@ import json
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from rust_rewards.report import Report, SourceFacts, TestCounts
@@ -63,7 +63,7 @@ from rust_rewards.verify.harness import (
     settle_harness,
     skipped_hidden,
 )
-from rust_rewards.verify.observe import OPAQUE, observable
+from rust_rewards.verify.observe import ReferenceNotes, observable
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
 
@@ -100,7 +100,7 @@ def verify_code(
 
 
 def _in_crate(code: str, hidden: HiddenTests | None, config: VerifierConfig, slot: int, facts,
-              first: sandbox.RunResult | None = None, *, expected_notes: dict[str, tuple[str, ...]] | None = None,
+              first: sandbox.RunResult | None = None, *, expected_notes: ReferenceNotes | None = None,
               note_runs: int = 1) -> tuple[Report, dict[str, tuple[str, ...]]]:
     """Write ``code``'s crate, verify it (``config.mode`` cargo or direct) and remove it: the report and what the hidden
     tests noted (``Job.observed``, with ``note_runs`` > 1)."""
@@ -129,42 +129,12 @@ NOTE_RUNS = 3
 """Runs of the reference's hidden tests: a test is judged by its notes only when all three noted the same."""
 
 
-@dataclass(frozen=True)
-class ReferenceNotes:
-    """What a task's hidden tests noted with its reference as the solution (``observe``), over ``NOTE_RUNS`` runs."""
-
-    notes: dict[str, tuple[str, ...]]
-    """Per hidden test (``harness.observation_key``) that passed every run with the same notes: those notes. A
-    completion passes such a test only with the same notes; any other test is judged by its seal alone."""
-    tests: int
-    """The task's hidden tests."""
-
-    @property
-    def judged(self) -> int:
-        """Hidden tests judged by std values: noted alike in every run, at least one note, none ``OPAQUE``."""
-        return sum(bool(notes) and OPAQUE not in notes for notes in self.notes.values())
-
-    @property
-    def opaque(self) -> int:
-        """Hidden tests noted alike, with a value that is not a std value (its comparison is the seal's word)."""
-        return sum(OPAQUE in notes for notes in self.notes.values())
-
-    @property
-    def silent(self) -> int:
-        """Hidden tests that noted nothing (no assertion ran before they ended: the seal's word alone)."""
-        return sum(not notes for notes in self.notes.values())
-
-    @property
-    def unstable(self) -> int:
-        """Hidden tests whose notes differ between the reference's own runs (judged by their seal alone)."""
-        return self.tests - len(self.notes)
-
-
 def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: int = 0) -> ReferenceNotes | None:
     """What each hidden test's assertions compare with the task's reference as the solution; None when the task has
     no reference. Computed once per task and process (in ``direct`` mode when ``config`` is batch mode's). A reference
-    that does not build or fails a hidden test raises ``SandboxError`` (an internal error, never a pass), and is run
-    again on the next call."""
+    that does not build or fails a hidden test is ``ReferenceNotes.broken``: no completion passes a hidden test of
+    that task. One whose hidden run timed out raises ``SandboxError`` (an internal error, never a pass; not cached:
+    the next call runs it again)."""
     if not observable(hidden.text, hidden.reference):
         return None
     key = (hidden, config.fingerprint())
@@ -177,23 +147,24 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: in
         report, observed = _in_crate(hidden.reference, hidden, own, slot, task_facts(hidden.reference, hidden),
                                      note_runs=NOTE_RUNS)
         counts = report.hidden_tests
-        if not report.build_ok or counts is None or counts.passed != counts.expected:
-            what = (f"passed {counts.passed} of {counts.expected} hidden tests" if report.build_ok and counts
-                    else "did not build")
-            raise sandbox.SandboxError(f"the task's reference {what} in its own run: its hidden tests cannot be judged")
-        _OBSERVED[key] = ReferenceNotes(observed, counts.expected)
+        if report.timed_out or (counts is not None and counts.timed_out):
+            raise sandbox.SandboxError(f"the task's reference ran out of time in its own run "
+                                       f"({', '.join(report.timed_out) or 'hidden tests'}): run again")
+        tests = counts.expected if counts is not None else 0
+        broken = ("did not build" if not report.build_ok or counts is None else
+                  f"passed {counts.passed} of {tests}: {'; '.join(counts.failures)}"[:300]
+                  if counts.passed != tests else "")
+        _OBSERVED[key] = ReferenceNotes(observed if not broken else {}, tests, broken)
         return _OBSERVED[key]
 
 
 def notes_to_match(code: str, hidden: HiddenTests | None, config: VerifierConfig,
-                   slot: int = 0) -> dict[str, tuple[str, ...]] | None:
-    """The notes ``code``'s hidden tests must write to pass (``ReferenceNotes.notes``); None without a reference, and
-    for the reference itself (process_data checks it): its own run is its verdict, its notes could only equal
-    themselves."""
+                   slot: int = 0) -> ReferenceNotes | None:
+    """The reference's notes ``code``'s hidden tests must write to pass; None without a reference, and for the
+    reference itself (process_data checks it): its own run is its verdict, its notes could only equal themselves."""
     if hidden is None or code.strip() == hidden.reference.strip():
         return None
-    noted = reference_observations(hidden, config, slot)
-    return None if noted is None else noted.notes
+    return reference_observations(hidden, config, slot)
 
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
