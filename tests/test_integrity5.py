@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from test_integrity3 import ADD, HONEST
 
+from rust_rewards.__main__ import main
 from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.rewards import rewards_from_report
@@ -189,3 +190,13 @@ def test_own_test_copies_resolve_names_as_at_home(mode):
     assert attacked.own_checks.compiled and attacked.own_checks.discriminating == 0, attacked.own_checks
     assert rewards_from_report(attacked)["test_reward"] == 0.0
     assert honest.own_checks.discriminating == 1 and rewards_from_report(honest)["test_reward"] == 2.0
+
+
+def test_the_notes_command_counts_a_task_file_and_refuses_a_missing_one(tmp_path, capsys):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(EASY_TASKS.read_text().splitlines()[0] + "\n")
+    assert main(["notes", "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tasks.jsonl: 1 tasks, ") and " judged by std values; by their seal alone: 0 comparing" in out
+    assert main(["notes", "--tasks", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
