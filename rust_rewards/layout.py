@@ -4,8 +4,9 @@ the one place the writers (``rust_rewards.train``, ``rust_rewards.eval.scoring``
 
 Training run folder: ``params.json`` (the first start's parameters), ``params_history.jsonl`` (one line per start),
 ``metrics.jsonl`` (one line per logged step), ``completions/step_NNNNNN.parquet`` (one row per sampled completion),
-``eval/step_NNNNNN.parquet`` (held-out evaluations), ``checkpoint-N/``, ``adapter/`` and, while asked to stop,
-``STOP``. Eval folder: ``summary.json`` (per model) and ``results.parquet`` (one row per completion).
+``eval/step_NNNNNN.parquet`` (held-out evaluations), with ``--hints`` ``hints.jsonl`` and ``hint_levels.json``,
+``checkpoint-N/``, ``adapter/`` and, while asked to stop, ``STOP``. Eval folder: ``summary.json`` (per model)
+and ``results.parquet`` (one row per completion).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ STOP_FILE = "STOP"
 PASS_RATES_FILE = "pass_rates.json"
 """The starting policy's hidden-test passes per training task (``--pass-rate-k``), reused when a run resumes."""
 """Created in a run folder to stop its training cleanly at the end of the current step (with a checkpoint)."""
+HINTS_FILE = "hints.jsonl"
+"""With ``--hints``: one line per step, each task's hint fraction in its groups and how many groups had reward
+spread."""
+HINT_LEVELS_FILE = "hint_levels.json"
+"""With ``--hints adaptive``: each task's current hint level, reused when the run resumes."""
 ADAPTER_DIR = "adapter"
 CHECKPOINT_GLOB = "checkpoint-*"
 
@@ -69,6 +75,14 @@ class RunFolder:
     @property
     def stop(self) -> Path:
         return self.root / STOP_FILE
+
+    @property
+    def hints(self) -> Path:
+        return self.root / HINTS_FILE
+
+    @property
+    def hint_levels(self) -> Path:
+        return self.root / HINT_LEVELS_FILE
 
     def completions_at(self, step: int) -> Path:
         """The parquet file of the completions sampled at ``step``."""

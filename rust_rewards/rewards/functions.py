@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rust_rewards.report import Report
+from rust_rewards.rust.extract import completion_text
 from rust_rewards.tasks import REWARD_COLUMNS, HiddenTests, hidden_tests_from_row
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
@@ -85,9 +86,23 @@ def _hidden(kwargs: dict[str, Any], n: int) -> list[HiddenTests | None]:
     return [hidden_tests_from_row({c: v[i] for c, v in columns.items()}) for i in range(n)]
 
 
+def with_hints(completions: Sequence[Any], hints: Sequence[Any] | None) -> list[Any]:
+    """Each completion with its row's ``hint`` in front (``train.hints``: the start of the reference the prompt
+    already held), as one answer; unchanged without hints.
+
+    >>> with_hints(["x\\n```"], ["```rust\\nfn f() {\\n"])
+    ['```rust\\nfn f() {\\nx\\n```']
+    """
+    if not hints:
+        return list(completions)
+    return [f"{hint}{completion_text(c)}" if hint else c for c, hint in zip(completions, hints, strict=True)]
+
+
 def reports_for(completions: list[Any], verifier: Verifier | None = None, **kwargs: Any) -> list[Report]:
-    """The (cached) reports of a batch, with hidden tests taken from the dataset columns in ``kwargs``."""
-    return (verifier or get_verifier()).verify_many(completions, _hidden(kwargs, len(completions)))
+    """The (cached) reports of a batch, with hidden tests taken from the dataset columns in ``kwargs`` (and each
+    completion judged with its ``hint`` column in front, when the prompt held one)."""
+    return (verifier or get_verifier()).verify_many(with_hints(completions, kwargs.get("hint")),
+                                                    _hidden(kwargs, len(completions)))
 
 
 def build_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
@@ -270,7 +285,8 @@ class AsyncVerifiedReward(VerifiedReward):
 
     async def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:  # type: ignore[override]
         verifier = self.verifier or get_verifier()
-        reports = await verifier.averify_many(completions, _hidden(kwargs, len(completions)))
+        reports = await verifier.averify_many(with_hints(completions, kwargs.get("hint")),
+                                              _hidden(kwargs, len(completions)))
         values = [SCORES[self.name](r) for r in reports]
         return _unless_cut(values, truncated(kwargs.get("completion_ids"), self.end_ids, len(completions)))
 

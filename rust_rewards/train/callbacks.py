@@ -20,6 +20,7 @@ from transformers import TrainerCallback
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.layout import RunFolder
 from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
+from rust_rewards.train.hints import HintSteps
 from rust_rewards.train.run_log import (
     InfraGuard,
     ReportsFor,
@@ -53,7 +54,8 @@ class RunLogCallback(TrainerCallback):
 
     def __init__(self, out_dir: str | Path, recorder: RewardRecorder, weights: dict[str, float],
                  reports_for: ReportsFor, completions_every: int = 1, guard: InfraGuard | None = None,
-                 feedback: bool = False, tests_asked: bool = True, verifier: Verifier | None = None) -> None:
+                 feedback: bool = False, tests_asked: bool = True, verifier: Verifier | None = None,
+                 hints: HintSteps | None = None) -> None:
         self.verifier = verifier or get_verifier()
         self.out_dir = Path(out_dir)
         self.tests_asked = tests_asked
@@ -66,6 +68,12 @@ class RunLogCallback(TrainerCallback):
         self._window = StepHealth(0)
         self.feedback = feedback
         self._tools = ToolUse()
+        self.hints = hints
+        self._hint_metrics: dict[str, float] = {}
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.hints is not None:
+            self.hints.step = state.global_step + 1
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero or "train_runtime" in logs:
@@ -77,6 +85,7 @@ class RunLogCallback(TrainerCallback):
         if self.feedback:
             logs.update(self._tools.metrics())
             self._tools = ToolUse()
+        logs.update(self._hint_metrics)
         append_metrics(self.out_dir, state.global_step, logs)
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -88,20 +97,32 @@ class RunLogCallback(TrainerCallback):
                   for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
         tools = sum((tool_use(b.completions, r, self.verifier) for b, r in zip(batches, reports, strict=True)),
                     ToolUse()) if self.feedback else ToolUse()
-        gathered = gather_across_processes((local, frames, tools))
-        health = sum((h for h, _, _ in gathered[1:]), gathered[0][0])
+        outcomes = [(str(task), bool(r.hidden_ok), self._weighted(batch, i))
+                    for batch, batch_reports in zip(batches, reports, strict=True)
+                    for i, (task, r) in enumerate(zip(batch.columns.get("task_id") or [], batch_reports, strict=True))
+                    ] if self.hints is not None else []
+        gathered = gather_across_processes((local, frames, tools, outcomes))
+        health = sum((h for h, _, _, _ in gathered[1:]), gathered[0][0])
         self._window = self._window + health
-        self._tools = sum((t for _, _, t in gathered), self._tools)
+        self._tools = sum((t for _, _, t, _ in gathered), self._tools)
+        if self.hints is not None:  # every process moves the curriculum alike: its prompts are read locally
+            self._hint_metrics = self.hints.observe(state.global_step, [o for *_, os in gathered for o in os],
+                                                    write=state.is_world_process_zero)
         if self.guard is not None:  # every process sees the same counts, so all stop together
             self.guard.observe(health, control, state.global_step >= state.max_steps)
         if write and state.is_world_process_zero:
-            frames = [f.assign(process=rank) for rank, (_, fs, _) in enumerate(gathered) for f in fs]
+            frames = [f.assign(process=rank) for rank, (_, fs, _, _) in enumerate(gathered) for f in fs]
             if frames:
                 step = pd.concat(frames, ignore_index=True)
                 step.insert(step.columns.get_loc("task_id") + 1, "sample", step.groupby("task_id").cumcount())
                 write_parquet_atomic(step, RunFolder(self.out_dir).completions_at(state.global_step))
         if local.internal_errors:
             self.forget()
+
+
+    def _weighted(self, batch: Any, i: int) -> float:
+        return sum(self.weights.get(name, 1.0) * values[i] for name, values in batch.rewards.items()
+                   if values[i] is not None)
 
 
 class ProgressCallback(TrainerCallback):

@@ -67,6 +67,9 @@ those and the tool format too the 0.4M model wrote nothing but noise), 30% of th
 Intel Xeon)."""
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 SCALE_REWARDS = ("group", "batch", "none")
+HINT_MODES = ("off", "adaptive", "anneal")
+"""``--hints``: see ``rust_rewards.train.hints``."""
+
 PASS_RATE_KEEP = {"rewards": "with unequal rewards", "hidden": "with a mix of hidden-test passes"}
 """``--pass-rate-keep``'s choices and which training tasks each keeps."""
 LR_SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial",
@@ -185,6 +188,16 @@ class TrainParams:
                                 advanced=True, choices=tuple(PASS_RATE_KEEP))
     min_mixed_tasks: int = param(4, help="with --pass-rate-k: stop before training when fewer tasks than this have "
                                  "unequal rewards (no GRPO signal)", group="GRPO", advanced=True, bounds=(1, None))
+    hints: str = param("off", help="reference hints in GRPO prompts (evaluation never shows one): `adaptive` (each "
+                       "task starts at the first --hint-levels fraction of its reference's lines as the answer's "
+                       "beginning, one level less after a step where its group passes at least --hint-lower-at of "
+                       "the time, one more after a step where it never passes), `anneal` (every task from the first "
+                       "level to none in equal shares of the steps) or `off`", group="GRPO", choices=HINT_MODES)
+    hint_levels: str = param("0.75,0.5,0.25,0", help="with --hints: the hint levels, fractions of the reference's "
+                             "lines from the most hint to none (ending with 0)", group="GRPO", advanced=True)
+    hint_lower_at: float = param(0.5, help="with --hints adaptive: the share of a task's group passing every hidden "
+                                 "test that takes its hint one level down", group="GRPO", advanced=True,
+                                 bounds=(0.0, 1.0), step=0.05)
     beta: float = param(0.0, help="KL penalty to the base model (0: no reference model)", group="GRPO",
                         advanced=True, bounds=(0.0, 10.0), step=0.01)
     top_p: float = param(1.0, help="nucleus sampling of the rollouts", group="GRPO", advanced=True,

@@ -18,6 +18,7 @@ from rust_rewards.models.source import check_adapter_folder
 from rust_rewards.params import coerce_value, flag_name, info_of
 from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
 from rust_rewards.train.config import RESUME_CHOICES, TOOL_MODEL_SUFFIX, TrainParams, preset_params
+from rust_rewards.train.hints import parse_levels
 from rust_rewards.verify.verifier import Verifier
 from rust_rewards.workspace import find_path, workspace
 
@@ -77,8 +78,22 @@ def validate_params(p: TrainParams) -> TrainParams:
             f"--per-device-train-batch-size x --gradient-accumulation-steps ({completions})")
     check_eval_params(p)
     check_load_in_4bit(p, this_machine=False)
+    check_hints(p)
     select_rewards(p)
     return p
+
+
+def check_hints(p: TrainParams) -> None:
+    """``--hints`` with GRPO rollouts only: no feedback turns (their tool turns follow a conversational prompt), no
+    vLLM server (it renders its own prompts), levels that parse."""
+    if p.hints == "off":
+        return
+    parse_levels(p.hint_levels)
+    if p.stage != "grpo":
+        raise ValueError(f"--hints {p.hints}: hints are GRPO prompts; the {p.stage} stage generates nothing")
+    if p.feedback_turns:
+        raise ValueError(f"--hints {p.hints} with --feedback-turns: tool turns need a conversational prompt, a hinted "
+                         "prompt is rendered text")
 
 
 def check_eval_params(p: TrainParams) -> None:

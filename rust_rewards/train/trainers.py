@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rust_rewards.data.importers import load_tasks
@@ -14,6 +15,7 @@ from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
+from rust_rewards.train.hints import HintCurriculum, HintSteps, hinted_rows, parse_levels
 from rust_rewards.train.model_setup import lora_config, trainer_model
 from rust_rewards.train.resolve import select_rewards
 from rust_rewards.train.run_log import InfraGuard, RewardRecorder
@@ -32,9 +34,12 @@ def load_train_tasks(params: TrainParams) -> list[Task]:
     return tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
 
 
-def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: str = "solution+tests") -> Any:
+def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: str = "solution+tests",
+                 hints: tuple[HintSteps, Callable[[list[dict[str, str]]], str]] | None = None) -> Any:
     """A ``datasets.Dataset`` with a conversational ``prompt`` (asking for ``answer_format``) and the columns reward
-    functions read; with ``feedback`` the system prompt also offers the ``cargo_check`` tool."""
+    functions read; with ``feedback`` the system prompt also offers the ``cargo_check`` tool. With ``hints`` (the
+    curriculum and the chat template's renderer), each prompt is read as rendered text holding the task's current
+    hint, and a ``hint`` column goes to the rewards (``train.hints``)."""
     from datasets import Dataset
 
     system = system_prompt(answer_format, feedback)
@@ -42,7 +47,38 @@ def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: s
     for task in tasks:
         row = {**task.to_row(), "task_prompt": task.prompt}
         rows.append({"prompt": chat_messages(task.prompt, system), **{k: row[k] for k in REWARD_COLUMNS}})
-    return Dataset.from_list(rows)
+    dataset = Dataset.from_list(rows)
+    if hints is not None:
+        steps, render = hints
+        dataset.set_transform(hinted_rows(steps.curriculum, render, lambda: steps.step))
+    return dataset
+
+
+def chat_renderer(model: str) -> Callable[[list[dict[str, str]]], str]:
+    """The chat template of ``model``'s tokenizer as text, with the generation prompt, as TRL would tokenize it (a
+    leading BOS left to the tokenizer, which adds it to a text prompt)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    bos = tokenizer.bos_token if tokenizer("", add_special_tokens=True).input_ids else None
+
+    def render(messages: list[dict[str, str]]) -> str:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text[len(bos):] if bos and text.startswith(bos) else text
+
+    return render
+
+
+def hint_steps(p: TrainParams) -> HintSteps | None:
+    """``--hints``' curriculum (levels saved by a run this one resumes are taken up), or None when off."""
+    if p.hints == "off":
+        return None
+    from rust_rewards.layout import RunFolder
+
+    curriculum = HintCurriculum(parse_levels(p.hint_levels), mode=p.hints, lower_at=p.hint_lower_at,
+                                max_steps=max(1, p.max_steps))
+    curriculum.load(RunFolder(Path(p.output_dir)).hint_levels)
+    return HintSteps(curriculum, Path(p.output_dir))
 
 
 def task_reports(verifier: Verifier) -> Callable[[Sequence[Any], Mapping[str, list[Any]]], list[Report]]:
@@ -169,14 +205,16 @@ def build_grpo_trainer(
     funcs, weights = select_rewards(p, verifier)
     recorder = RewardRecorder(funcs)
     guard = guard or InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
+    hints = hint_steps(p)
     log = RunLogCallback(p.output_dir, recorder, weights, task_reports(verifier), p.completions_every, guard,
                          feedback=p.feedback_turns > 0,
-                         tests_asked=asks_for_tests(p.answer_format), verifier=verifier)
+                         tests_asked=asks_for_tests(p.answer_format), verifier=verifier, hints=hints)
     trainer = EngineGRPOTrainer(
         model=trainer_model(p),
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
-        train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0, answer_format=p.answer_format),
+        train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0, answer_format=p.answer_format,
+                                   hints=None if hints is None else (hints, chat_renderer(p.model))),
         peft_config=None if p.init_adapter else lora_config(p),
         callbacks=run_callbacks(p, log, progress) + eval_callbacks(p, verifier),
         tools=[cargo_check_tool(verifier)] if p.feedback_turns else None,
