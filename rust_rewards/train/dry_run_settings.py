@@ -209,5 +209,9 @@ def plan_text(p: Any, prompt_tokens: int = PLAN_PROMPT_TOKENS) -> str:
                      "policy); the 4-bit load, memory and speed are untested on a real GPU")
     if p.lora_target_modules != "all-linear":
         notes.append(f"LoRA counted on all of {', '.join(LORA_TARGETS)} (all-linear): an over-estimate")
+    if p.hints != "off":
+        notes.append(f"--hints {p.hints}: the first {p.hint_levels} of each reference's lines start the answer in GRPO "
+                     f"prompts (lower after groups pass {p.hint_lower_at:.0%} of the time); prompts grow by up to that "
+                     "share of a reference; evaluation never shows a hint")
     return format_plan(ModelShape.from_config(shape_config(p.model)), run_shape(p, prompt_tokens)) + "\n" + "\n".join(
         notes)
