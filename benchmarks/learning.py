@@ -50,11 +50,17 @@ sys.path.insert(0, str(ROOT))
 
 from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS  # noqa: E402
 from rust_rewards.data.importers import load_tasks  # noqa: E402
-from rust_rewards.eval.metrics import detectable_gain, paired_difference, wilson_interval  # noqa: E402
+from rust_rewards.eval.metrics import (  # noqa: E402
+    detectable_gain,
+    paired_difference,
+    pass_at_k,
+    wilson_interval,
+)
 from rust_rewards.models.source import check_model_source  # noqa: E402
 from rust_rewards.prompts import ANSWER_FORMATS, asks_for_tests  # noqa: E402
 from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
 from rust_rewards.train.config import PASS_RATE_KEEP, preset_params  # noqa: E402
+from rust_rewards.train.hints import hint_summary  # noqa: E402
 from rust_rewards.train.pass_rates import PassRates  # noqa: E402
 
 METRICS = {"build": "build_ok", "clippy": "clippy_ok", "own tests": "tests_ok", "hidden pass@1": "hidden_ok"}
@@ -132,6 +138,25 @@ def report(results: pd.DataFrame, models: list[str], label: str, seed: int, metr
     return lines
 
 
+def pass_at_k_lines(results: pd.DataFrame, models: list[str], k: int, seed: int) -> list[str]:
+    """Hidden pass@k per model (the unbiased estimate per task, averaged over tasks) and each stage's paired
+    difference over its start, when every task has at least ``k`` samples."""
+    rows = results[results["hidden_ok"].notna()]
+    counts = rows.groupby(["model", "task_id"])["hidden_ok"].agg(["size", lambda v: int(v.astype(bool).sum())])
+    counts.columns = ["n", "c"]
+    if rows.empty or counts["n"].min() < k:
+        return []
+    per_task = counts.apply(lambda r: pass_at_k(int(r["n"]), int(r["c"]), k), axis=1).unstack("model")
+    start = "sft" if "sft" in models else "base"
+    steps = [(a, b) for a, b in (("base", "sft"), *((start, m) for m in ("grpo", "dpo"))) if a in models
+             and b in models and a != b]
+    cells = [f"{per_task[m].mean():.1%}" for m in models]
+    for a, b in steps:
+        mean, low, high, tally = paired(per_task[a], per_task[b], seed)
+        cells.append(f"{mean:+.1%} [{low:+.1%}, {high:+.1%}], {tally}")
+    return [f"| hidden pass@{k} | " + " | ".join(cells) + " |"]
+
+
 def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
     """The reward curve and why GRPO had (or lacked) a learning signal, from the run's ``metrics.jsonl``."""
     rows = [json.loads(line) for line in metrics_file.read_text().splitlines()]
@@ -149,6 +174,8 @@ def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
              "unweighted):"]
     rewards = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
     for label, key in (("reward (weighted total)", "reward"), ("reward std within groups", "reward_std"),
+                       ("hint fraction (--hints)", "hint_fraction"),
+                       ("groups with reward spread", "groups_with_spread"),
                        ("groups with all-equal rewards (zero advantage)", "frac_reward_zero_std"),
                        ("completions cut at the length limit", "completions/clipped_ratio"),
                        ("completion length (tokens)", "completions/mean_length"),
@@ -183,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=128, help="sampling and GRPO completion length")
     parser.add_argument("--answer-format", choices=ANSWER_FORMATS, default="",
                         help="what prompts ask for (default: the preset's)")
+    parser.add_argument("--pass-k", type=int, default=8, help="also report hidden pass@k (needs --eval-n >= k)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="", help="base model (default: the preset's)")
     parser.add_argument("--out", default="outputs/learning")
@@ -280,11 +308,14 @@ def main(argv: list[str] | None = None) -> int:
         predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]
         times[f"eval {name}"] = run("eval.py", "--tasks", str(file), *predictions, "--out", str(eval_dir), "--k", "1")
         results = pd.read_parquet(eval_dir / "results.parquet")
-        lines += report(results, models, f"{name} split", args.seed, metrics)
+        lines += report(results, models, f"{name} split", args.seed, metrics) + pass_at_k_lines(
+            results, models, args.pass_k, args.seed)
         tiers = results["task_id"].map({t.task_id: t.difficulty for t in load_tasks(str(file))})
         if tiers.nunique() > 1:  # a mix of task sets: each tier's own rows too
             for tier in sorted(tiers.dropna().unique()):
-                lines += report(results[tiers == tier], models, f"{name} split, {tier} tier", args.seed, metrics)
+                part = results[tiers == tier]
+                lines += report(part, models, f"{name} split, {tier} tier", args.seed, metrics) + pass_at_k_lines(
+                    part, models, args.pass_k, args.seed)
     if args.steps:
         filtered = out / "grpo" / "pass_rates.json"
         if filtered.is_file():
@@ -293,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
             lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {PASS_RATE_KEEP[keep]}"]
         if (out / "grpo" / "metrics.jsonl").is_file():
             lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
+        if (out / "grpo" / "hints.jsonl").is_file():  # --train-args '--hints ...': what the hints did
+            hinted = [json.loads(line) for line in (out / "grpo" / "hints.jsonl").read_text().splitlines()]
+            lines += ["", *hint_summary(hinted)]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
               + f"; total {time.monotonic() - start:.0f} s"]
     print("\n".join(lines))

@@ -110,3 +110,16 @@ def test_a_tiny_run_with_hints_records_each_steps_hints(tmp_path, tiny_model_dir
     held_out = pd.read_parquet(out / "eval" / "step_000002.parquet")  # evaluation: the task's prompt, no hint
     assert len(held_out) == len(TASKS)
     assert (held_out["has_code"] == held_out["completion"].str.contains("```rust", regex=False)).all()
+
+
+def test_the_learning_benchmark_reports_pass_at_k_and_what_the_hints_did():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from learning import pass_at_k_lines
+
+    rows = [{"model": model, "task_id": task, "hidden_ok": bool(ok) and task == "a"}
+            for model, oks in (("sft", [0, 0, 0, 1]), ("grpo", [1, 0, 0, 1])) for task in ("a", "b") for ok in oks]
+    assert pass_at_k_lines(pd.DataFrame(rows), ["sft", "grpo"], 2, 0) == [
+        "| hidden pass@2 | 25.0% | 41.7% | +16.7% [+0.0%, +33.3%], 1/1/0 |"]
+    assert pass_at_k_lines(pd.DataFrame(rows), ["sft", "grpo"], 8, 0) == []  # fewer than 8 samples a task

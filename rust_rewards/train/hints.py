@@ -152,18 +152,53 @@ class HintSteps:
         from rust_rewards.layout import RunFolder
 
         rewards: dict[str, list[float]] = {}
-        for task, _, reward in results:
+        passes: dict[str, list[bool]] = {}
+        for task, passed, reward in results:
             rewards.setdefault(task, []).append(reward)
-        spread = sum(max(r) - min(r) > 1e-9 for r in rewards.values())
+            passes.setdefault(task, []).append(passed)
+        spread = {task: max(r) - min(r) > 1e-9 for task, r in rewards.items()}
         seen = self.curriculum.observe(step, [(task, passed) for task, passed, _ in results])
         self.step = step + 1
         if write and rewards:
             run = RunFolder(self.folder)
-            line = {"step": step, "hints": seen, "groups": len(rewards), "groups_with_spread": spread,
+            line = {"step": step, "hints": seen, "groups": len(rewards), "groups_with_spread": sum(spread.values()),
+                    "passed": {task: sum(p) / len(p) for task, p in passes.items()}, "spread": spread,
                     "next": {task: self.curriculum.fraction(task, step + 1) for task in seen}}
             with run.hints.open("a") as handle:
                 handle.write(json.dumps(line) + "\n")
             self.curriculum.save(run.hint_levels)
         if not rewards:
             return {}
-        return {"hint_fraction": sum(seen.values()) / len(seen), "groups_with_spread": spread / len(rewards)}
+        return {"hint_fraction": sum(seen.values()) / len(seen),
+                "groups_with_spread": sum(spread.values()) / len(rewards)}
+
+
+def hint_summary(lines: Sequence[dict[str, Any]]) -> list[str]:
+    """What a run's ``hints.jsonl`` says: per hint fraction, the groups and how many had reward spread (the signal
+    hints were to create) and passed; and the tasks that reached no hint and passed there.
+
+    >>> print("\\n".join(hint_summary([{"hints": {"a": 0.5}, "spread": {"a": True}, "passed": {"a": 0.25}},
+    ...                                  {"hints": {"a": 0.0}, "spread": {"a": False}, "passed": {"a": 1.0}}])))
+    hints: 2 steps, 1 tasks
+      hint 0.5: 1 groups, 1 with reward spread (100%), 1 with a pass
+      hint 0.0: 1 groups, 0 with reward spread (0%), 1 with a pass
+      tasks that trained without a hint and passed there: 1 of 1 (a)
+    """
+    by_level: dict[float, list[tuple[bool, bool]]] = {}
+    tasks, free = set(), set()
+    for line in lines:
+        for task, fraction in line.get("hints", {}).items():
+            passed = line.get("passed", {}).get(task, 0.0) > 0
+            by_level.setdefault(fraction, []).append((bool(line.get("spread", {}).get(task)), passed))
+            tasks.add(task)
+            if fraction == 0.0 and passed:
+                free.add(task)
+    out = [f"hints: {len(lines)} steps, {len(tasks)} tasks"]
+    for fraction in sorted(by_level, reverse=True):
+        groups = by_level[fraction]
+        spread = sum(s for s, _ in groups)
+        out.append(f"  hint {fraction}: {len(groups)} groups, {spread} with reward spread "
+                   f"({spread / len(groups):.0%}), {sum(p for _, p in groups)} with a pass")
+    out.append(f"  tasks that trained without a hint and passed there: {len(free)} of {len(tasks)}"
+               + (f" ({', '.join(sorted(free))})" if free else ""))
+    return out
