@@ -155,6 +155,22 @@ def test_an_empty_task_file_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.parquet"))
 
 
+@pytest.mark.parametrize(("content", "why"), [
+    (None, "task file not found"), ("", "no tasks to train on"), ("{not json\n", "row 1: invalid JSON")])
+def test_train_refuses_a_bad_task_file_in_one_line_before_any_model_loads(tmp_path, content, why):
+    data = tmp_path / "tasks.jsonl"
+    if content is not None:
+        data.write_text(content)
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "train.py", "--preset", "tiny", "--data", str(data), "--model",
+                           str(tmp_path / "model"), "--output-dir", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"train.py: --data {data}: ") and why in line, line
+    assert not (tmp_path / "model").exists()  # refused before the tiny model is built
+
+
 def test_train_help_shows_the_defaults_a_bare_run_uses():
     from rust_rewards.train.config import DEFAULT_PRESET, params_from_mapping, preset_params
 

@@ -15,6 +15,7 @@ from rust_rewards.train.loop import quiet_script_logs, run_training
 from rust_rewards.train.pass_rates import NoSignalError
 from rust_rewards.train.resolve import check_load_in_4bit, validate_params
 from rust_rewards.train.run_log import InfrastructureError
+from rust_rewards.train.trainers import TrainTasksError
 
 
 def run_command_line(values: Mapping[str, Any]) -> None:
@@ -26,7 +27,7 @@ def run_command_line(values: Mapping[str, Any]) -> None:
             check_load_in_4bit(params)
             if not params.build_tiny_model:
                 check_model_source(params.model)
-    with one_line_errors("train.py", (SettingRejected,)):  # the user's settings, as every refused flag
+    with one_line_errors("train.py", (SettingRejected, TrainTasksError)):  # the user's settings and task file
         try:
             (run_dry_run if params.dry_run else run_training)(params)
         except (InfrastructureError, NoSignalError) as err:  # the run started and stopped: exit 1

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rust_rewards.data.importers import load_tasks
+from rust_rewards.data.importers import TaskDataError, TaskSourceError, load_tasks
 from rust_rewards.data.sft_rows import SFTSet, sft_rows
 from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
@@ -26,11 +26,20 @@ Progress = Callable[[int, int, dict[str, Any]], None]
 """``progress(step, max_steps, logs)``: called with each logged step."""
 
 
+class TrainTasksError(ValueError):
+    """The training tasks (``--data``) cannot be read or hold none: a mistake of the user's, one line."""
+
+
 def load_train_tasks(params: TrainParams) -> list[Task]:
-    """The training tasks (any source ``load_tasks`` reads), the first ``max_tasks`` when > 0."""
-    tasks = list(load_tasks(params.data, split=params.data_split or None))
+    """The training tasks (any source ``load_tasks`` reads), the first ``max_tasks`` when > 0; a missing, malformed
+    or empty source raises ``TrainTasksError`` naming ``--data`` (and the row)."""
+    try:
+        tasks = list(load_tasks(params.data, split=params.data_split or None))
+    except (TaskSourceError, TaskDataError) as err:  # one line: a data error lists its rows on lines of their own
+        raise TrainTasksError(f"--data {params.data}: " + " ".join(part.strip() for part in str(err).splitlines())
+                              ) from None
     if not tasks:
-        raise ValueError(f"{params.data}: no tasks to train on")
+        raise TrainTasksError(f"--data {params.data}: no tasks to train on")
     return tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
 
 
