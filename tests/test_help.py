@@ -144,6 +144,16 @@ def test_an_unknown_task_id_in_eval_is_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith(f"eval.py: {predictions}:1: task_id 'no-such-task' is not")
 
 
+def test_eval_names_the_file_and_row_of_a_malformed_predictions_line(tmp_path):
+    predictions = tmp_path / "bad.jsonl"
+    predictions.write_text('{"task_id": "ez-001-add-two-numbers", "completion": "x"}\n{"task_id": broken\n')
+    proc = subprocess.run([sys.executable, "eval.py", "--tasks", "qwen3-rust-finetune/easy_tasks.jsonl",
+                           "--predictions", str(predictions), "--out", str(tmp_path / "e")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"eval.py: {predictions}:2: not valid JSON")
+
+
 def test_an_empty_task_file_is_refused_before_anything_is_written(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

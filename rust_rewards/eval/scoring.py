@@ -5,6 +5,7 @@ one row per completion, and ``summary.json``, one entry per model).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +60,19 @@ class EvalParams:
             raise ValueError(f"--verifier: expected one of {BACKENDS}, got {self.verifier!r}")
 
 
+def _bad_json_row(path: Path) -> str:
+    """``:N`` for the first line of a JSON-lines file that is not a JSON object (empty for a ``.json`` file)."""
+    if path.suffix != ".jsonl":
+        return ""
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        try:
+            if line.strip() and not isinstance(json.loads(line), dict):
+                return f":{number}"
+        except json.JSONDecodeError:
+            return f":{number}"
+    return ""
+
+
 def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
     """Predictions from parquet/jsonl files: columns model, task_id, sample, completion (+ origin).
 
@@ -76,7 +90,10 @@ def read_predictions(paths: Sequence[str | Path]) -> pd.DataFrame:
         if path.suffix == ".parquet":
             df = pd.read_parquet(path)
         elif path.suffix in (".jsonl", ".json"):
-            df = pd.read_json(path, lines=path.suffix == ".jsonl", dtype=False)
+            try:
+                df = pd.read_json(path, lines=path.suffix == ".jsonl", dtype=False)
+            except ValueError as err:  # pandas names a byte position: name the file and the first bad row
+                raise ValueError(f"{path}{_bad_json_row(path)}: not valid JSON ({err})") from None
         else:
             raise ValueError(f"{path}: predictions must be .parquet, .jsonl or .json")
         missing = [c for c in ("task_id", "completion") if c not in df.columns]
