@@ -173,12 +173,24 @@ def test_train_refuses_a_bad_task_file_in_one_line_before_any_model_loads(tmp_pa
         data.write_text(content)
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "train.py", "--preset", "tiny", "--data", str(data), "--model",
-                           str(tmp_path / "model"), "--output-dir", str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                           str(tmp_path / "model"), "--build-tiny-model", "true", "--output-dir", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     line = proc.stderr.strip().splitlines()[-1]
     assert line.startswith(f"train.py: --data {data}: ") and why in line, line
     assert not (tmp_path / "model").exists()  # refused before the tiny model is built
+
+
+def test_the_tiny_preset_refuses_a_model_folder_that_does_not_exist(tmp_path):
+    """A mistyped --model would build and train a new tiny model there; only the preset's own folder, or an
+    explicit --build-tiny-model true, builds one."""
+    typo = tmp_path / "no-such-model"
+    proc = subprocess.run([sys.executable, "train.py", "--preset", "tiny", "--model", str(typo), "--output-dir",
+                           str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"train.py: --model {typo}: no such folder (the tiny "
+                                                           "preset builds its model only at ")
+    assert not typo.exists() and not (tmp_path / "run").exists()
 
 
 def test_train_help_shows_the_defaults_a_bare_run_uses():

@@ -8,7 +8,7 @@ from typing import Any
 
 from rust_rewards.models.source import check_model_source
 from rust_rewards.params import one_line_errors
-from rust_rewards.train.config import params_from_mapping
+from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
@@ -16,6 +16,16 @@ from rust_rewards.train.pass_rates import NoSignalError
 from rust_rewards.train.resolve import check_load_in_4bit, validate_params
 from rust_rewards.train.run_log import InfrastructureError
 from rust_rewards.train.trainers import TrainTasksError
+from rust_rewards.workspace import find_path
+
+
+def check_tiny_model_folder(params: TrainParams, asked: bool) -> None:
+    """The tiny preset builds its model where the preset puts it; a ``--model`` folder that does not exist anywhere
+    else is a mistake (a typo would train a new model there) unless ``--build-tiny-model true`` was ``asked``."""
+    own = preset_params(params.preset).model
+    if params.build_tiny_model and not asked and params.model != own and find_path(params.model) is None:
+        raise ValueError(f"--model {params.model}: no such folder (the {params.preset} preset builds its model only at "
+                         f"{own}; add --build-tiny-model true to build one at {params.model})")
 
 
 def run_command_line(values: Mapping[str, Any]) -> None:
@@ -23,6 +33,7 @@ def run_command_line(values: Mapping[str, Any]) -> None:
     quiet_script_logs()
     with one_line_errors("train.py"):
         params = validate_params(params_from_mapping(values))
+        check_tiny_model_folder(params, asked=any(k.replace("_", "-") == "build-tiny-model" for k in values))
         if not params.dry_run:  # this machine's CUDA, bitsandbytes and model (the dry run checks the GPU machine's)
             check_load_in_4bit(params)
             if not params.build_tiny_model:
