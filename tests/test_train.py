@@ -272,6 +272,15 @@ def test_resume_continues_from_checkpoint(run, tasks_file, tiny_dir):
     assert not (out / "adapter" / "optimizer.pt").exists()
     assert (out / "params.json").read_bytes() == first_params
 
+    # killed after step 3 was logged but before its checkpoint: the resumed run trains step 3 again, recorded once
+    shutil.rmtree(out / "checkpoint-3")
+    shutil.rmtree(out / "adapter")
+    redone = run_training(tiny_params(out, tasks_file, tiny_dir, max_steps=3, save_steps=2), progress=None)
+    assert redone.resumed_from == str(out / "checkpoint-2") and redone.global_step == 3
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    assert (out / "completions" / "step_000003.parquet").is_file()
+
 
 def test_adapter_reloads_and_generates(run, tiny_dir):
     from peft import PeftModel

@@ -32,6 +32,14 @@ def find_checkpoint(output_dir: str | Path, resume: str) -> str | None:
     return last
 
 
+def checkpoint_step(checkpoint: str | None) -> int:
+    """The step a run resumed from ``checkpoint`` starts after (0 without one)."""
+    if checkpoint is None:
+        return 0
+    state_file = Path(checkpoint) / "trainer_state.json"
+    return int(json.loads(state_file.read_text(encoding="utf-8")).get("global_step", 0)) if state_file.is_file() else 0
+
+
 def finished_run(checkpoint: str | None, max_steps: int) -> dict[str, Any] | None:
     """The checkpoint's trainer state when it already reached the target step count, else None.
 

@@ -20,6 +20,7 @@ from rust_rewards.runs.records import load_params, param_changes
 from rust_rewards.tasks import Task
 from rust_rewards.train.checkpoints import (
     adapter_from_checkpoint,
+    checkpoint_step,
     find_checkpoint,
     finished_run,
     name_base_model,
@@ -39,6 +40,7 @@ from rust_rewards.train.run_log import (
     InfrastructureError,
     format_log_line,
     record_start,
+    roll_back_records,
     what_changed,
 )
 from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
@@ -109,6 +111,10 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     sft, pairs = stage_data(p, tasks, verifier)
     if processes.is_main_process:
         record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint))
+        start = checkpoint_step(checkpoint)
+        if removed := roll_back_records(out, start):  # steps trained again are recorded once
+            print(f"resuming at step {start}: {removed} records of later steps replaced as they are trained again",
+                  flush=True)
     if p.stage == "grpo" and p.pass_rate_k:
         tasks = filter_tasks(p, tasks, verifier, processes)
     trainer, adapter, stopped = train_stage(p, tasks, sft, pairs, checkpoint, progress, verifier)

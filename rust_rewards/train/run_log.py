@@ -27,8 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from rust_rewards.atomic import write_json_atomic
-from rust_rewards.layout import RunFolder
+from rust_rewards.atomic import write_json_atomic, write_text_atomic
+from rust_rewards.layout import HELD_OUT_DIR, STEP_GLOB, RunFolder
 from rust_rewards.report import Report
 from rust_rewards.rewards.cargo_tool import tool_calls
 from rust_rewards.runs.records import HEALTH_KEYS, load_params
@@ -305,6 +305,43 @@ def _json_value(value: Any) -> Any:
     if hasattr(value, "item"):
         return _json_value(value.item())
     return value
+
+
+def roll_back_records(out_dir: Path, step: int) -> int:
+    """Forget what a run folder recorded after ``step`` (the step a resumed run restarts from): its lines in
+    ``metrics.jsonl`` and ``hints.jsonl`` and its completions and held-out parquet files, so that the steps the
+    resumed run trains again are recorded once. Returns how many records it removed.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> for k in (1, 2, 3):
+    ...     append_metrics(out, k, {"loss": 0.5})
+    >>> roll_back_records(out, 2), [json.loads(row)["step"] for row in (out / "metrics.jsonl").open()]
+    (1, [1, 2])
+    """
+    run = RunFolder(out_dir)
+    removed = 0
+    for path in (run.metrics, run.hints):
+        if not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if _step_of(line) <= step]
+        if len(kept) != len(lines):
+            removed += len(lines) - len(kept)
+            write_text_atomic("".join(line + "\n" for line in kept), path)
+    for folder in (run.completions, run.root / HELD_OUT_DIR):
+        for path in sorted(folder.glob(STEP_GLOB)) if folder.is_dir() else []:
+            if int(path.stem.removeprefix("step_")) > step:
+                path.unlink()
+                removed += 1
+    return removed
+
+
+def _step_of(line: str) -> int:
+    try:
+        return int(json.loads(line).get("step", 0))
+    except (ValueError, AttributeError):
+        return 0
 
 
 def append_metrics(out_dir: Path, step: int, logs: dict[str, Any]) -> None:
