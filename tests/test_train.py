@@ -465,3 +465,32 @@ def test_script_exits_with_the_infrastructure_message(workdir, tasks_file, tiny_
     assert not list(out.glob("checkpoint-*")) and not (out / "adapter").exists()
     row = json.loads((out / "metrics.jsonl").read_text())
     assert (row["step"], row["verify/internal_errors"], row["verify/completions"]) == (1, 8, 8)
+
+
+def test_ctrl_c_stops_in_one_line_and_the_resumed_run_records_each_step_once(tmp_path, tasks_file, tiny_dir):
+    """Ctrl-C (SIGINT) during a real run: one line saying which checkpoint is kept, exit 130, no traceback; the same
+    command resumes from it, says so, and ``metrics.jsonl`` holds each step once."""
+    import signal
+
+    out = tmp_path / "run"
+    argv = [sys.executable, "train.py", "--preset", "tiny", "--model", str(tiny_dir), "--data", str(tasks_file),
+            "--num-generations", "4", "--per-device-train-batch-size", "8", "--save-steps", "2",
+            "--output-dir", str(out)]
+    proc = subprocess.Popen([*argv, "--max-steps", "40"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines = []
+    for line in proc.stdout:  # interrupt once step 3 is logged (checkpoint-2 written)
+        lines.append(line)
+        if line.startswith("step 3/"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "Task was destroyed" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == ("train.py: stopped by Ctrl-C; checkpoint-2 kept; run the same command to "
+                                            "resume from it")
+    again = subprocess.run([*argv, "--max-steps", "4"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming from checkpoint-2 (step 2 of 4)" in again.stdout
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]

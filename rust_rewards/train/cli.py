@@ -3,17 +3,20 @@ exits with ``train.py: MESSAGE`` and no traceback."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from rust_rewards.models.source import check_model_source
 from rust_rewards.params import one_line_errors
+from rust_rewards.train.checkpoints import find_checkpoint
 from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
 from rust_rewards.train.pass_rates import NoSignalError
-from rust_rewards.train.resolve import check_load_in_4bit, validate_params
+from rust_rewards.train.resolve import check_load_in_4bit, run_dir, validate_params
 from rust_rewards.train.run_log import InfrastructureError
 from rust_rewards.train.trainers import TrainTasksError
 from rust_rewards.workspace import find_path
@@ -43,3 +46,13 @@ def run_command_line(values: Mapping[str, Any]) -> None:
             (run_dry_run if params.dry_run else run_training)(params)
         except (InfrastructureError, NoSignalError) as err:  # the run started and stopped: exit 1
             raise SystemExit(f"train.py: {err}") from None
+        except KeyboardInterrupt:  # Ctrl-C: one line, what is kept, how to go on; the shell's code for SIGINT
+            print(interrupted_line(params), file=sys.stderr, flush=True)
+            raise SystemExit(130) from None
+
+
+def interrupted_line(params: TrainParams) -> str:
+    """What a run stopped by Ctrl-C says: the checkpoint it keeps and how to resume."""
+    last = find_checkpoint(run_dir(params), "auto")
+    kept = f"{Path(last).name} kept" if last else "no checkpoint yet (the next run starts over)"
+    return f"train.py: stopped by Ctrl-C; {kept}; run the same command to resume from it"

@@ -112,8 +112,10 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     if processes.is_main_process:
         record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint))
         start = checkpoint_step(checkpoint)
-        if removed := roll_back_records(out, start):  # steps trained again are recorded once
-            print(f"resuming at step {start}: {removed} records of later steps replaced as they are trained again",
+        removed = roll_back_records(out, start)  # steps trained again are recorded once
+        if checkpoint is not None:
+            print(f"resuming from {Path(checkpoint).name} (step {start} of {p.max_steps})"
+                  + (f"; {removed} records of later steps replaced as they are trained again" if removed else ""),
                   flush=True)
     if p.stage == "grpo" and p.pass_rate_k:
         tasks = filter_tasks(p, tasks, verifier, processes)
