@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -449,3 +450,20 @@ def test_notebook_form_in_the_browser(tmp_path):
         assert page_errors(page) == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["after_verify"] == 3 and not (tmp_path / "wrong").exists()
+
+
+def test_a_split_made_with_other_settings_is_not_overwritten_without_asking(tmp_path):
+    source = write_jsonl(tmp_path / "tasks.jsonl", small_tasks())
+    out = tmp_path / "out"
+    params = ProcessParams(source=str(source), out=str(out), verify=False, tokenizer="none", eval_fraction=0.5, seed=3)
+    run_pipeline(params, log=lambda line: None)
+    first = (out / "eval.parquet").read_bytes()
+    run_pipeline(params, log=lambda line: None)  # the same settings make the same split: rewritten
+    assert (out / "eval.parquet").read_bytes() == first
+    other = dataclasses.replace(params, seed=4)
+    with pytest.raises(ValueError, match=rf"--out {out} holds a split made with other settings \(seed 3 -> 4\): "
+                                         "add --overwrite"):
+        run_pipeline(other, log=lambda line: None)
+    assert (out / "eval.parquet").read_bytes() == first
+    run_pipeline(dataclasses.replace(other, overwrite=True), log=lambda line: None)
+    assert json.loads((out / "manifest.json").read_text())["params"]["seed"] == 4

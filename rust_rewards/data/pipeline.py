@@ -10,6 +10,7 @@ Every stage returns a ``StageResult`` (what it kept, what it dropped and why, it
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import statistics
@@ -57,6 +58,8 @@ class ProcessParams:
                           group="Source", advanced=True)
     out: str = param(PROCESSED_DIR, help=f"folder for {TRAIN_FILE}, {EVAL_FILE} and {MANIFEST_FILE}",
                      group="Output")
+    overwrite: bool = param(False, help="replace a split already in --out that other settings made (the same "
+                            "settings make the same split, rewritten without asking)", group="Output")
     eval_fraction: float = param(0.1, help="share of tasks held out for eval, in [0, 1) (0: no eval split)",
                                  group="Split", bounds=(0.0, None), step=0.01)
     seed: int = param(42, help="seed of the hash that assigns tasks to train or eval", group="Split", advanced=True)
@@ -369,6 +372,28 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+_NOT_THE_SPLIT = frozenset({"out", "overwrite", "workers", "verifier", "ray_address"})
+"""Settings that do not change which tasks a split holds."""
+
+
+def check_overwrite(params: ProcessParams) -> None:
+    """Refuse, before any work, to replace a split in ``--out`` that other settings made (``eval.parquet`` there is
+    the default held-out set of inference.py and eval.py) unless ``--overwrite``; say which settings differ."""
+    out = Path(params.out)
+    if params.overwrite or not any((out / name).exists() for name in (TRAIN_FILE, EVAL_FILE, MANIFEST_FILE)):
+        return
+    try:
+        before = json.loads((out / MANIFEST_FILE).read_text()).get("params", {})
+    except (OSError, ValueError, AttributeError):
+        before = {}
+    now = asdict(params)
+    changed = sorted(k for k in now if k not in _NOT_THE_SPLIT and before.get(k) != now[k])
+    if changed:
+        what = ", ".join(f"{k} {before.get(k)!r} -> {now[k]!r}" for k in changed) if before else "no manifest"
+        raise ValueError(f"--out {out} holds a split made with other settings ({what}): add --overwrite to replace "
+                         "it, or choose another --out")
+
+
 def write_outputs(out_dir: Path, train: list[Task], held_out: list[Task],
                   manifest: dict[str, Any]) -> dict[str, Any]:
     """Write train/eval parquet, then the manifest (with their sha256) last, each atomically."""
@@ -399,6 +424,7 @@ class PipelineResult:
 def run_pipeline(params: ProcessParams, progress: Callable[[int, int], None] | bool | None = None,
                  log: Callable[[str], None] = print) -> PipelineResult:
     """Load -> validate -> dedup -> verify -> token budget -> split -> write; returns what was done."""
+    check_overwrite(params)
     start = time.perf_counter()
     tasks = load_tasks(params.source, split=params.split or None, oxen_repo=params.oxen_repo or None,
                        revision=params.revision or None)
