@@ -93,7 +93,8 @@ def test_tiny_run_with_feedback_turns_calls_the_tool(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "tiny", "--feedback-turns", "1",
                            "--max-completion-length", "320", "--max-steps", "2", "--model", str(tmp_path / "model"),
-                           "--output-dir", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=840)
+                           "--build-tiny-model", "true", "--output-dir", str(out)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=840)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]

@@ -11,7 +11,7 @@ from typing import Any
 from rust_rewards.models.source import check_model_source
 from rust_rewards.params import one_line_errors
 from rust_rewards.train.checkpoints import find_checkpoint
-from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
+from rust_rewards.train.config import TOOL_MODEL_SUFFIX, TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
@@ -26,7 +26,8 @@ def check_tiny_model_folder(params: TrainParams, asked: bool) -> None:
     """The tiny preset builds its model where the preset puts it; a ``--model`` folder that does not exist anywhere
     else is a mistake (a typo would train a new model there) unless ``--build-tiny-model true`` was ``asked``."""
     own = preset_params(params.preset).model
-    if params.build_tiny_model and not asked and params.model != own and find_path(params.model) is None:
+    if (params.build_tiny_model and not asked and params.model not in (own, own + TOOL_MODEL_SUFFIX)
+            and find_path(params.model) is None):
         raise ValueError(f"--model {params.model}: no such folder (the {params.preset} preset builds its model only at "
                          f"{own}; add --build-tiny-model true to build one at {params.model})")
 
