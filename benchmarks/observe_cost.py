@@ -33,7 +33,7 @@ from rust_rewards.verify.verifier import Verifier  # noqa: E402
 def timed(mode: str, codes: list[str], hidden: list, notes: bool) -> tuple[float, list[int]]:
     """Seconds to verify the batch, and each completion's hidden passes."""
     for module in (crate, single):
-        module.observable = observable if notes else (lambda tests, reference: False)
+        module.observable = observable if notes else (lambda reference: False)
     verifier = Verifier(VerifierConfig(mode=mode), workers=2)
     try:
         start = time.perf_counter()
@@ -50,7 +50,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--modes", default="direct,batch")
     args = parser.parse_args()
-    tasks = [t for t in load_tasks(str(EASY_TASKS)) if observable(t.reference_tests, t.reference_code)][: args.tasks]
+    tasks = [t for t in load_tasks(str(EASY_TASKS)) if observable(t.reference_code)][: args.tasks]
     codes = [f"{t.reference_code}// sample {k}\n" for t in tasks for k in range(args.samples)]
     hidden = [t.hidden_tests() for t in tasks for _ in range(args.samples)]
     print(f"{len(tasks)} easy tasks x {args.samples} completions, {args.repeats} repeats, 2 workers")

@@ -293,7 +293,7 @@ def hidden_module_source(hidden: HiddenTests, code: str) -> tuple[str, tuple[Sea
 def _observed_seals(text: str, hidden: HiddenTests) -> tuple[str, tuple[SealedTest, ...]]:
     """Hidden test source sealed, its assertions noting what they compare when the task's tests can be judged by
     their notes (``observe.observable``)."""
-    if not observable(hidden.text, hidden.reference):
+    if not observable(hidden.reference):
         return seal_tests(text)
     text, tag = observe_assertions(text)
     sealed, tests = seal_tests(text)

@@ -196,9 +196,9 @@ def _one_line(rust: str, tag: str) -> str:
         "__OPAQUE__", OPAQUE) + " "
 
 
-def observable(tests: str, reference: str) -> bool:
-    """Whether hidden ``tests`` can be judged by their notes: there is a reference to run them against."""
-    del tests
+def observable(reference: str) -> bool:
+    """Whether a task's hidden tests can be judged by their notes: there is a ``reference`` to run them against
+    (hash collections or not: their notes are sorted)."""
     return bool(reference.strip())
 
 

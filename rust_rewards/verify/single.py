@@ -135,7 +135,7 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: in
     that does not build or fails a hidden test is ``ReferenceNotes.broken``: no completion passes a hidden test of
     that task. One whose hidden run timed out raises ``SandboxError`` (an internal error, never a pass; not cached:
     the next call runs it again)."""
-    if not observable(hidden.text, hidden.reference):
+    if not observable(hidden.reference):
         return None
     key = (hidden, config.fingerprint())
     with _OBSERVED_LOCK:
