@@ -155,7 +155,7 @@ def analyse(code: str) -> SourceFacts:
         tests_calling_solution=calling,
         forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions)
                                + observing_tests(tokens, regions) + copied_solution(tokens, regions)
-                               + soundness_holes(code) + macro_definitions(tokens)
+                               + soundness_holes(code, tokens) + macro_definitions(tokens)
                                + clippy_view_reasons(tokens))),
     )
 

@@ -30,7 +30,7 @@ _ITEMS = frozenset({"function_item", "function_signature_item", "impl_item", "st
 """Items whose ``type_parameters`` are in scope in their types."""
 
 
-def soundness_holes(source: str) -> tuple[str, ...]:
+def soundness_holes(source: str, tokens: list[Token] | None = None) -> tuple[str, ...]:
     """The families of ``FAMILIES`` whose exploit shapes appear in ``source``, read from its parse (tree-sitter's
     Rust grammar), so that every spelling of a shape is one rule:
 
@@ -40,7 +40,8 @@ def soundness_holes(source: str) -> tuple[str, ...]:
     - ``FN_POINTER_LIFETIMES``: a fn pointer type that holds a lifetime, ``_``, a ``for<...>`` binder or a type
       parameter of an item around it (``fn(Unit, &mut T) -> R``: the lifetime arrives in ``R``), the variance
       cve-rs uses to pick the lifetimes;
-    - ``BLANKET_ASSOCIATED``: ``impl<T: ?Sized> Trait for T`` defining an associated type (rust-lang/rust#57893).
+    - ``BLANKET_ASSOCIATED``: ``impl<T: ?Sized> Trait for T`` defining an associated type (rust-lang/rust#57893),
+      read from ``tokens`` (``source``'s, when the caller has them already).
 
     >>> soundness_holes("fn t<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
     True
@@ -74,7 +75,7 @@ def soundness_holes(source: str) -> tuple[str, ...]:
               and _variant_fn_pointer(node, params)):
             found.add(FN_POINTER_LIFETIMES)
         stack.extend((child, params) for child in node.children)
-    tokens = tokenize(source)
+    tokens = tokenize(source) if tokens is None else tokens
     pairs = _bracket_pairs(tokens)
     if any(t.text == "impl" and i + 1 < len(tokens) and tokens[i + 1].text == "<" and _blanket_unsized(tokens, pairs, i)
            for i, t in enumerate(tokens)):

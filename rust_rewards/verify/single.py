@@ -183,7 +183,7 @@ def _reference_holes(reference: str) -> tuple[str, ...]:
     if not reference.strip():
         return ()
     tokens = tokenize(reference)
-    return soundness_holes(reference) + macro_definitions(tokens)
+    return soundness_holes(reference, tokens) + macro_definitions(tokens)
 
 
 def wants_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts) -> bool:
