@@ -108,17 +108,23 @@ def _renamed(code: str, tests: str) -> str:
     return _apply(code, edits)
 
 
-def _derives(tokens: list[Token], struct: int) -> str:
-    """The text of the ``#[derive(...)]`` attributes right before the item at ``struct`` (``pub`` skipped)."""
-    j = struct - 1 - (struct > 0 and tokens[struct - 1].text == "pub")
-    text = ""
+def _attributes(tokens: list[Token], item: int) -> list[tuple[int, int]]:
+    """The outer attributes right before the item keyword at ``item`` (``pub`` skipped), as (``#``, ``]``) index
+    pairs, nearest first."""
+    out = []
+    j = item - 1 - (item > 0 and tokens[item - 1].text == "pub")
     while j >= 0 and tokens[j].text == "]":
         k = j
         while k > 0 and tokens[k].text != "#":
             k -= 1
-        text += " ".join(t.text for t in tokens[k : j + 1])
+        out.append((k, j))
         j = k - 1
-    return text
+    return out
+
+
+def _derives(tokens: list[Token], struct: int) -> str:
+    """The text of the attributes right before the item at ``struct``."""
+    return "".join(" ".join(t.text for t in tokens[k : j + 1]) for k, j in _attributes(tokens, struct))
 
 
 def _reordered(code: str, tests: str) -> str:
@@ -145,11 +151,7 @@ def _debug(code: str, tests: str) -> str:
     for i, tok in enumerate(tokens[:-2]):
         if tok.text not in ("struct", "enum") or tokens[i + 1].kind != "ident" or tokens[i + 2].text == "<":
             continue
-        j = i - 1 - (i > 0 and tokens[i - 1].text == "pub")
-        while j >= 0 and tokens[j].text == "]":
-            k = j
-            while k > 0 and tokens[k].text != "#":
-                k -= 1
+        for k, j in _attributes(tokens, i):
             if [t.text for t in tokens[k : k + 4]] == ["#", "[", "derive", "("]:
                 inner = [t for t in tokens[k + 4 : j - 1] if t.text != ","]
                 if any(t.text == "Debug" for t in inner):
@@ -159,7 +161,6 @@ def _debug(code: str, tests: str) -> str:
                     impls.append(f"\nimpl ::std::fmt::Debug for {name} {{\n    fn fmt(&self, f: &mut "
                                  f"::std::fmt::Formatter<'_>) -> ::std::fmt::Result {{\n"
                                  f"        f.write_str(\"<{name}>\")\n    }}\n}}\n")
-            j = k - 1
     return _apply(code, edits) + "".join(impls) if edits else code
 
 
