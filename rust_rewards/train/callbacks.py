@@ -97,7 +97,7 @@ class RunLogCallback(TrainerCallback):
                   for batch, batch_reports in zip(batches, reports, strict=True)] if write else []
         tools = sum((tool_use(b.completions, r, self.verifier) for b, r in zip(batches, reports, strict=True)),
                     ToolUse()) if self.feedback else ToolUse()
-        outcomes = [(str(task), bool(r.hidden_ok), self._weighted(batch, i))
+        outcomes = [(str(task), bool(r.hidden_ok), batch.weighted(i, self.weights) or 0.0)
                     for batch, batch_reports in zip(batches, reports, strict=True)
                     for i, (task, r) in enumerate(zip(batch.columns.get("task_id") or [], batch_reports, strict=True))
                     ] if self.hints is not None else []
@@ -118,11 +118,6 @@ class RunLogCallback(TrainerCallback):
                 write_parquet_atomic(step, RunFolder(self.out_dir).completions_at(state.global_step))
         if local.internal_errors:
             self.forget()
-
-
-    def _weighted(self, batch: Any, i: int) -> float:
-        return sum(self.weights.get(name, 1.0) * values[i] for name, values in batch.rewards.items()
-                   if values[i] is not None)
 
 
 class ProgressCallback(TrainerCallback):

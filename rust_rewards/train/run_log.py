@@ -88,6 +88,13 @@ class RewardBatch:
     def reward_time(self) -> float:
         return _interval_union(self.intervals)
 
+    def weighted(self, i: int, weights: dict[str, float]) -> float | None:
+        """Completion ``i``'s weighted reward (unlisted rewards weigh 1); None when every reward is None."""
+        values = [(name, _finite(rewards[i])) for name, rewards in self.rewards.items()]
+        if all(v is None for _, v in values):
+            return None
+        return sum(weights.get(name, 1.0) * v for name, v in values if v is not None)
+
 
 class RewardRecorder:
     """Times TRL reward functions and keeps what they scored, batch by batch.
@@ -179,14 +186,13 @@ def completion_rows(step: int, batch: RewardBatch, weights: dict[str, float],
     for i, (completion, report) in enumerate(zip(batch.completions, reports, strict=True)):
         task_id = str(task_ids[i])
         values = {name: _finite(batch.rewards[name][i]) for name in batch.rewards}
-        total = sum(weights.get(name, 1.0) * v for name, v in values.items() if v is not None)
         rows.append({
             "step": step,
             "task_id": task_id,
             "prompt": _prompt_text(batch.prompts[i]) if i < len(batch.prompts) else "",
             "completion": completion_text(completion),
             "tool_calls": len(tool_calls(completion)),
-            "reward": total if any(v is not None for v in values.values()) else None,
+            "reward": batch.weighted(i, weights),
             **values,
             **report.flat(tests_asked),
         })
