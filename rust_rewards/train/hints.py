@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rust_rewards.atomic import write_json_atomic
+from rust_rewards.layout import RunFolder
 
 OPENING = "```rust\n"
 """What a hinted answer starts with before the hint: the code block every answer format asks for."""
@@ -149,8 +150,6 @@ class HintSteps:
         """Move the curriculum by one step's completions (every process's): (task, passed every hidden test,
         weighted reward). Returns the step's metrics: the mean hint fraction of its groups and the share of groups
         whose rewards differ (the groups GRPO learns from)."""
-        from rust_rewards.layout import RunFolder
-
         rewards: dict[str, list[float]] = {}
         passes: dict[str, list[bool]] = {}
         for task, passed, reward in results:
