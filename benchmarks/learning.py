@@ -194,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-file", default="", help="tasks to split, comma-separated files (default: the preset's "
                         "task set); a mix is also reported tier by tier")
     parser.add_argument("--sft-steps", type=int, default=0, help="supervised steps before GRPO (0: no SFT stage)")
+    parser.add_argument("--sft-adapter", default="", help="an SFT adapter trained before (such as another run's "
+                        "OUT/sft/adapter): evaluated as the sft stage and GRPO's start instead of training one")
     parser.add_argument("--steps", type=int, default=100, help="GRPO steps")
     parser.add_argument("--dpo-steps", type=int, default=0, help="DPO steps on cargo-ranked pairs (0: no DPO)")
     parser.add_argument("--eval-n", type=int, default=8, help="samples per task in every evaluation")
@@ -228,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             check_model_source(model)
         except ValueError as err:
             parser.exit(2, f"{err}\n")
+    if args.sft_adapter and not (Path(args.sft_adapter) / "adapter_config.json").is_file():
+        parser.exit(2, f"--sft-adapter {args.sft_adapter}: no adapter_config.json in it\n")
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -269,11 +273,13 @@ def main(argv: list[str] | None = None) -> int:
         predict("base", [])
         models.append("base")
     init: list[str] = []
-    if args.sft_steps:
-        times["train sft"] = run(*train, "--stage", "sft", "--output-dir", str(out / "sft"), "--max-steps",
-                                 str(args.sft_steps), *args.sft_args.split())
-        init = ["--init-adapter", str(out / "sft" / "adapter")]
-        predict("sft", ["--adapter", str(out / "sft" / "adapter")])
+    if args.sft_steps or args.sft_adapter:
+        adapter = Path(args.sft_adapter).resolve() if args.sft_adapter else out / "sft" / "adapter"
+        if not args.sft_adapter:
+            times["train sft"] = run(*train, "--stage", "sft", "--output-dir", str(out / "sft"), "--max-steps",
+                                     str(args.sft_steps), *args.sft_args.split())
+        init = ["--init-adapter", str(adapter)]
+        predict("sft", ["--adapter", str(adapter)])
         models.append("sft")
     if args.steps:
         times["train grpo"] = run(*train, *init, "--output-dir", str(out / "grpo"), "--max-steps", str(args.steps),
@@ -295,9 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     grpo_record = out / "grpo" / "params.json"
     grpo_params = json.loads(grpo_record.read_text()) if args.steps and grpo_record.is_file() else {}
     recipe = grpo_params.get("rewards", preset.rewards)
+    sft_stage = f"adapter {args.sft_adapter}" if args.sft_adapter else f"{args.sft_steps} steps"
     lines = [f"learning benchmark: {args.preset} ({model}), {'+'.join(f.name for f in task_files)}: "
              f"{len(splits['train'])} training "
-             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {args.sft_steps} steps, GRPO {args.steps} steps "
+             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {sft_stage}, GRPO {args.steps} steps "
              f"(rewards {resolve_weights(recipe, grpo_params.get('reward_weights', ''))}, loss "
              f"{grpo_params.get('loss_type', preset.loss_type)}, scale_rewards "
              f"{grpo_params.get('scale_rewards', preset.scale_rewards)}), DPO {args.dpo_steps} steps; answer format "

@@ -11,12 +11,16 @@ import pandas as pd
 import pytest
 from test_train import TASKS, tiny_params
 
+from rust_rewards.data.importers import load_tasks
 from rust_rewards.rewards.functions import build_reward, hidden_test_reward
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.hints import OPENING, HintCurriculum, hint_text, hinted_rows, parse_levels
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.resolve import resolve_params
+from rust_rewards.train.trainers import sft_data
+from rust_rewards.verify.verifier import get_verifier
 
+BUNDLED = Path(__file__).parents[1] / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 REFERENCE = "pub fn add(a: i32, b: i32) -> i32 {\n    let sum = a + b;\n    sum\n}\n"
 HIDDEN = {"reference_tests": ["#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n"], "test_shape": ["unit"],
           "reference_code": [REFERENCE], "task_id": ["add"]}
@@ -110,6 +114,30 @@ def test_a_tiny_run_with_hints_records_each_steps_hints(tmp_path, tiny_model_dir
     held_out = pd.read_parquet(out / "eval" / "step_000002.parquet")  # evaluation: the task's prompt, no hint
     assert len(held_out) == len(TASKS)
     assert (held_out["has_code"] == held_out["completion"].str.contains("```rust", regex=False)).all()
+
+
+@pytest.mark.slow
+def test_a_supervised_warm_start_teaches_finishing_each_hint_cut(tmp_path, tiny_model_dir):
+    chosen = [t for t in load_tasks(BUNDLED) if 3 <= len(t.reference_code.strip().splitlines()) <= 8][:3]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(t.to_row()) + "\n" for t in chosen))
+    params = tiny_params(tmp_path / "run", tasks, tiny_model_dir, max_steps=1, save_steps=1, stage="sft",
+                         sft_hints=True, hint_levels="0.75,0.5,0", max_completion_length=512)
+    rows = sft_data(params, chosen, get_verifier()).rows
+    references = {t.task_id: t.reference_code for t in chosen}
+    whole = [r for r in rows if r["completion"].startswith(OPENING)]
+    cuts = [r for r in rows if not r["completion"].startswith(OPENING)]
+    assert whole and cuts and len(whole) + len(cuts) == len(rows)
+    by_prompt = {r["prompt"]: r["completion"] for r in whole}
+    for row in cuts:  # a cut row: the whole row's prompt + opening + hint, then the rest of that same answer
+        base = next(prompt for prompt in by_prompt if row["prompt"].startswith(prompt + OPENING))
+        hint = row["prompt"][len(base) + len(OPENING):]
+        assert hint and any(hint in (hint_text(ref, 0.75), hint_text(ref, 0.5)) for ref in references.values())
+        assert OPENING + hint + row["completion"] == by_prompt[base]
+    result = run_training(params)  # the supervised stage trains on text rows
+    assert json.loads((Path(result.output_dir) / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+    with pytest.raises(ValueError, match="--sft-hints"):
+        resolve_params(params_from_mapping({"preset": "tiny", "sft-hints": True}))  # GRPO has no supervised rows
 
 
 def test_the_learning_benchmark_reports_pass_at_k_and_what_the_hints_did():

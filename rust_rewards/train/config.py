@@ -195,6 +195,9 @@ class TrainParams:
                        "level to none in equal shares of the steps) or `off`", group="GRPO", choices=HINT_MODES)
     hint_levels: str = param("0.75,0.5,0.25,0", help="with --hints: the hint levels, fractions of the reference's "
                              "lines from the most hint to none (ending with 0)", group="GRPO", advanced=True)
+    sft_hints: bool = param(False, help="with --stage sft: also learn to finish each reference from each nonzero "
+                            "--hint-levels cut, prompted as hinted GRPO prompts its answer (a warm start for "
+                            "--hints)", group="GRPO", advanced=True)
     hint_lower_at: float = param(0.5, help="with --hints adaptive: the share of a task's group passing every hidden "
                                  "test that takes its hint one level down", group="GRPO", advanced=True,
                                  bounds=(0.0, 1.0), step=0.05)

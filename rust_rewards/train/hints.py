@@ -13,7 +13,7 @@ prompt is the same chat template text with nothing after it, token for token wha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +135,33 @@ def hinted_rows(curriculum: HintCurriculum, render: Callable[[list[dict[str, str
 
     return transform
 
+
+def hinted_sft_rows(rows: Sequence[dict[str, Any]], references: Mapping[str, str], levels: Sequence[float],
+                    render: Callable[[list[dict[str, str]]], str]) -> list[dict[str, str]]:
+    """Supervised rows as text: each verified row (chat ``prompt``, assistant ``completion``) as hinted GRPO would
+    prompt it at no hint, then once per nonzero level of ``levels``: the prompt with the answer's opening and the
+    hint, the completion the rest of the answer. A warm start that teaches finishing a cut reference (a model that
+    only saw whole answers closes the block right after a hint).
+
+    >>> rows = [{"prompt": [{"role": "user", "content": "q"}], "completion": [{"role": "assistant",
+    ...          "content": "```rust\\nfn a() {\\n    1\\n}\\n```"}], "task_id": "t"}]
+    >>> for r in hinted_sft_rows(rows, {"t": "fn a() {\\n    1\\n}\\n"}, (0.7, 0.0), lambda m: "Q:"):
+    ...     print(repr(r["prompt"]), repr(r["completion"]))
+    'Q:' '```rust\\nfn a() {\\n    1\\n}\\n```'
+    'Q:```rust\\nfn a() {\\n    1\\n' '}\\n```'
+    """
+    out = []
+    for row in rows:
+        prompt, answer = render(row["prompt"]), row["completion"][-1]["content"]
+        out.append({"prompt": prompt, "completion": answer})
+        seen = {""}
+        for fraction in levels:
+            hint = hint_text(references[row["task_id"]], fraction)
+            if hint in seen or not answer.startswith(OPENING + hint):
+                continue  # the same cut twice, or an answer that does not open with its reference
+            seen.add(hint)
+            out.append({"prompt": prompt + OPENING + hint, "completion": answer[len(OPENING + hint):]})
+    return out
 
 
 @dataclass

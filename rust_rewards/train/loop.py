@@ -176,7 +176,9 @@ def stage_data(p: TrainParams, tasks: list[Task], verifier: Verifier) -> tuple[S
     stages), each announced with its counts."""
     sft = sft_data(p, tasks, verifier) if p.stage == "sft" else None
     if sft is not None:
-        print(f"supervised stage: {sft.counts()['rows']} verified reference answers of {len(tasks)} tasks; "
+        print(f"supervised stage: {sft.counts()['rows']} rows"
+              + (" (whole answers and their --hint-levels cuts)" if p.sft_hints else "")
+              + f" from the verified reference answers of {len(tasks)} tasks; "
               f"skipped: {dict(sft.skipped) or 'none'}", flush=True)
     pairs = read_pairs(p.dpo_pairs) if p.stage == "dpo" else None
     if pairs is not None:

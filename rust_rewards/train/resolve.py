@@ -85,7 +85,11 @@ def validate_params(p: TrainParams) -> TrainParams:
 
 def check_hints(p: TrainParams) -> None:
     """``--hints`` with GRPO rollouts only: no feedback turns (their tool turns follow a conversational prompt), no
-    vLLM server (it renders its own prompts), levels that parse."""
+    vLLM server (it renders its own prompts), levels that parse; ``--sft-hints`` with the supervised stage only."""
+    if p.sft_hints:
+        parse_levels(p.hint_levels)
+        if p.stage != "sft":
+            raise ValueError(f"--sft-hints: supervised rows of hinted prompts; the {p.stage} stage has none")
     if p.hints == "off":
         return
     parse_levels(p.hint_levels)

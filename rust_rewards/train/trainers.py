@@ -15,7 +15,7 @@ from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
-from rust_rewards.train.hints import HintCurriculum, HintSteps, hinted_rows, parse_levels
+from rust_rewards.train.hints import HintCurriculum, HintSteps, hinted_rows, hinted_sft_rows, parse_levels
 from rust_rewards.train.model_setup import lora_config, trainer_model
 from rust_rewards.train.resolve import select_rewards
 from rust_rewards.train.run_log import InfraGuard, RewardRecorder
@@ -99,12 +99,16 @@ def task_reports(verifier: Verifier) -> Callable[[Sequence[Any], Mapping[str, li
 
 def sft_data(p: TrainParams, tasks: Sequence[Task], verifier: Verifier) -> SFTSet:
     """The reference answers of ``tasks`` verified by the run's ``verifier`` (answers longer than
-    ``max_completion_length`` tokens skipped)."""
+    ``max_completion_length`` tokens skipped); with ``--sft-hints`` as text, once whole and once per hint cut."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(p.model)
-    return sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
-                    p.max_completion_length, answer_format=p.answer_format, verifier=verifier)
+    sft = sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
+                   p.max_completion_length, answer_format=p.answer_format, verifier=verifier)
+    if p.sft_hints:
+        sft.rows = hinted_sft_rows(sft.rows, {task.task_id: task.reference_code for task in tasks},
+                                   parse_levels(p.hint_levels), chat_renderer(p.model))
+    return sft
 
 
 def run_callbacks(p: TrainParams, log: Any, progress: Progress | None) -> list[Any]:
