@@ -1,8 +1,9 @@
-"""README's commands are the ones CI runs, every documented command uses flags that exist, the docs' links and
-package paths resolve, and the project is lint-clean."""
+"""README's commands are the ones CI runs, its next steps after the main job run as written, every documented command
+uses flags that exist, the docs' links and package paths resolve, and the project is lint-clean."""
 
 import functools
 import glob
+import json
 import re
 import shlex
 import subprocess
@@ -29,14 +30,22 @@ def _bash_blocks(text: str) -> list[str]:
             for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def test_quick_start_commands_are_what_ci_runs():
+def _readme_section(title: str) -> str:
     readme = (ROOT / "README.md").read_text()
-    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = _bash_blocks(quick)
-    assert len(commands) == 3, commands
+    assert f"\n## {title}" in readme, f"README has no section {title!r}"
+    return readme.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def test_quick_start_commands_are_what_ci_runs():
+    """The set-up and main job of README's quick start, and the first command of its Tests section, are the commands
+    `.ci/run` runs under its `# README:` comments, in that order, character for character."""
+    quick = _bash_blocks(_readme_section("Quick start"))
+    assert len(quick) == 2, quick
+    test_command = _strip_comment(_bash_blocks(_readme_section("Tests"))[0]).strip()
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    for command in commands:
-        assert command in ci_lines, f"README command not run by .ci/run: {command}"
+    ci_readme = [ci_lines[i + 1] for i, line in enumerate(ci_lines) if line.startswith("# README:")]
+    assert ci_readme == [*quick, test_command], (ci_readme, quick, test_command)
+    assert test_command == ".venv/bin/python -m pytest -q -n 2"
 
 
 def test_ruff_clean():
@@ -376,3 +385,99 @@ def test_package_paths_named_in_docs_exist():
                     problems.append(f"{doc.name}: {span}")
     assert checked >= 20, checked
     assert not problems, "names of moved or missing modules:\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The newcomer's journey: README's next steps after the main job, run as written
+
+
+NEXT_STEPS = "Next: generate, score, look"
+RUN_PREFIX = "outputs/ci-tiny"
+"""The main job's output folder: the one part of README's commands a test replaces (by a temporary folder)."""
+
+
+def _next_step_commands() -> dict[str, list[str]]:
+    """README's next-step commands as argument lists, by program (`inference.py`, `eval.py`, `viz.py`), parsed from
+    the section's bash block (continuation lines joined)."""
+    blocks = [body for info, body in _fences(_readme_section(NEXT_STEPS))[0] if info == "bash"]
+    assert len(blocks) == 1, f"README's {NEXT_STEPS!r} section should hold one bash block, has {len(blocks)}"
+    found: dict[str, list[str]] = {}
+    for command in _block_commands(blocks[0]):
+        tokens = shlex.split(command)
+        script = next((t for t in tokens if t in NOTEBOOKS), None)
+        assert script and script not in found, f"unexpected command in {NEXT_STEPS!r}: {command}"
+        found[script] = tokens
+    assert list(found) == ["inference.py", "eval.py", "viz.py"], list(found)
+    return found
+
+
+def _value(tokens: list[str], flag: str) -> str:
+    assert flag in tokens, f"{flag} is missing from `{shlex.join(tokens)}`"
+    return tokens[tokens.index(flag) + 1]
+
+
+def _in_tmp(tokens: list[str], out: Path) -> list[str]:
+    return [t.replace(RUN_PREFIX, str(out)) for t in tokens]
+
+
+def _run_as_written(tokens: list[str], timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    assert (ROOT / tokens[0]).is_file(), f"{tokens[0]} does not exist (README's set-up makes it)"
+    res = subprocess.run(tokens, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, f"`{shlex.join(tokens)}` exited {res.returncode}:\n{(res.stdout + res.stderr)[-4000:]}"
+    return res
+
+
+def test_next_step_commands_follow_the_main_job():
+    """Without running anything: the next steps read the main job's run (its adapter and folder), answer in the tiny
+    preset's format on the tasks it trained on, and viz.py knows every flag written after `--`."""
+    from rust_rewards.train.config import preset_params
+
+    tiny = preset_params("tiny")
+    main_job = _bash_blocks(_readme_section("Quick start"))[1]
+    assert f"--output-dir {RUN_PREFIX}" in main_job, main_job
+    steps = _next_step_commands()
+    inference, evaluate, viz = steps["inference.py"], steps["eval.py"], steps["viz.py"]
+    assert _value(inference, "--model") == tiny.model
+    assert _value(inference, "--adapter") == f"{RUN_PREFIX}/adapter"
+    assert _value(inference, "--answer-format") == tiny.answer_format
+    assert _value(inference, "--tasks") == tiny.data == _value(evaluate, "--tasks")
+    assert int(_value(inference, "--limit")) <= tiny.max_tasks   # tasks the run trained on
+    assert _value(evaluate, "--predictions") == _value(inference, "--out")
+    for tokens in (inference, evaluate):
+        assert _value(tokens, "--out").startswith(f"{RUN_PREFIX}/"), tokens
+    assert viz[:3] == [".venv/bin/marimo", "run", "viz.py"] and viz[3] == "--", viz
+    assert _value(viz, "--run") == RUN_PREFIX and _value(viz, "--eval") == _value(evaluate, "--out")
+    assert not _unknown(_flags(viz[4:])[0], ("viz.py",))
+
+
+@pytest.mark.slow
+def test_readme_next_steps_run_as_written(tmp_path, tiny_model_dir):
+    """The main job, then README's inference, eval and viz commands exactly as written there, each with its
+    `outputs/ci-tiny` replaced by a temporary folder (the tiny model in `outputs/tiny-model` is shared): a renamed
+    flag or file in README breaks this test."""
+    import pandas as pd
+
+    out = tmp_path / "ci-tiny"
+    main_job = shlex.split(_bash_blocks(_readme_section("Quick start"))[1])
+    _run_as_written(_in_tmp(main_job, out))
+    assert (out / "adapter").is_dir() and (out / "metrics.jsonl").is_file()
+
+    steps = {script: _in_tmp(tokens, out) for script, tokens in _next_step_commands().items()}
+    inference, evaluate, viz = steps["inference.py"], steps["eval.py"], steps["viz.py"]
+    _run_as_written(inference)
+    predictions = pd.read_parquet(_value(inference, "--out"))
+    limit, n = int(_value(inference, "--limit")), int(_value(inference, "--n"))
+    assert len(predictions) == limit * n, (len(predictions), limit, n)
+    assert predictions["task_id"].nunique() == limit
+
+    scored = _run_as_written(evaluate)
+    results = pd.read_parquet(Path(_value(evaluate, "--out")) / "results.parquet")
+    assert len(results) == limit * n and results["build_ok"].notna().all()
+    summary = json.loads((Path(_value(evaluate, "--out")) / "summary.json").read_text())
+    assert len(summary) == 1, summary
+    assert "hidden pass@1" in scored.stdout + scored.stderr
+
+    # `marimo run` serves the dashboard; the same notebook run as a script with the same arguments prints it.
+    shown = _run_as_written([sys.executable, "viz.py", *viz[4:]], timeout=300).stdout
+    assert f"run: {out}" in shown and "last_step: 8" in shown, shown[-2000:]
+    assert "hidden pass@1" in shown, shown[-2000:]
