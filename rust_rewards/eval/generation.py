@@ -229,7 +229,9 @@ class VLLMGenerator:
             rank = json.loads((Path(adapter) / "adapter_config.json").read_text()).get("r", 16)
             engine_kwargs.update(enable_lora=True, max_lora_rank=max(8, int(rank)))
             self.lora = LoRARequest("adapter", 1, str(Path(adapter).resolve()))
-        self.llm = LLM(model=model, seed=seed, **engine_kwargs)
+        from rust_rewards.eval.vllm_engine import cpu_defaults
+
+        self.llm = LLM(model=model, seed=seed, **{**cpu_defaults(), **engine_kwargs})
         self.tokenizer = self.llm.get_tokenizer()
 
     def render(self, task_prompt: str, repairs: Sequence[tuple[str, str]] = ()) -> str:

@@ -7,8 +7,8 @@ vLLM's LoRA support. Before each call the adapter's current weights are saved to
 adapter id, so every rollout samples the current policy; no merge, no weight sync. A model without an adapter
 (the pass-rate filter's base model) is sampled as it is.
 
-One engine per process and base model (it holds the base model's weights and its KV cache: on CPU
-``VLLM_CPU_KVCACHE_SPACE`` GiB, 1 unless set).
+One engine per process and base model (it holds the base model's weights and its KV cache; on CPU at most
+``CPU_MEMORY_GIB`` of host memory, ``cpu_defaults``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,24 @@ MAX_MODEL_LEN = 4096
 """The engine's context: prompt + completion tokens (the rollouts' own limit is below it)."""
 
 
+CPU_MEMORY_GIB = 4.0
+"""Host memory a vLLM engine on CPU may take (weights, KV cache, activations) unless ``RR_VLLM_CPU_GIB`` says."""
+
+
+def cpu_defaults() -> dict[str, Any]:
+    """``LLM`` settings for vLLM's CPU build: on CPU its ``gpu_memory_utilization`` is the share of the host's memory
+    it reserves (0.92 by default: an engine beside a training process would take its memory), so ask for
+    ``CPU_MEMORY_GIB``; nothing on a GPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return {}
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    want = float(os.environ.get("RR_VLLM_CPU_GIB", CPU_MEMORY_GIB))
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    return {"gpu_memory_utilization": round(min(0.9, want / total), 3)}
+
+
 def available() -> bool:
     import importlib.util
 
@@ -42,8 +60,7 @@ def engine(base: str, dtype: str, seed: int, lora_rank: int = MAX_LORA_RANK, **o
     if key not in _ENGINES:
         from vllm import LLM
 
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        settings: dict[str, Any] = {"dtype": dtype, "seed": seed, "enable_lora": True,
+        settings: dict[str, Any] = {**cpu_defaults(), "dtype": dtype, "seed": seed, "enable_lora": True,
                                     "max_lora_rank": lora_rank, "max_loras": 1,
                                     "max_model_len": MAX_MODEL_LEN, "enforce_eager": True}
         _ENGINES[key] = LLM(model=str(base), **{**settings, **overrides})
