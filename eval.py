@@ -9,7 +9,7 @@ with app.setup:
     import marimo as mo
     import pandas as pd
 
-    from rust_rewards.eval.metrics import comparison_table, rounds_table
+    from rust_rewards.eval.metrics import FLAG_NOTE, comparison_table, rounds_table
     from rust_rewards.eval.scoring import run_eval
     from rust_rewards.layout import EvalFolder
     from rust_rewards.ui.charts import pass_at_k_chart, rates_chart, rounds_chart
@@ -66,6 +66,7 @@ def _(summaries):
     mo.vstack([
         mo.md("## Side by side"),
         mo.ui.table(comparison_table(summaries).round(4), selection=None),
+        mo.md(FLAG_NOTE),
         mo.hstack([
             mo.ui.altair_chart(rates_chart(summaries)),
             mo.ui.altair_chart(pass_at_k_chart(summaries)),

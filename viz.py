@@ -9,7 +9,8 @@ with app.setup:
     import altair as alt
     import marimo as mo
 
-    from rust_rewards.eval.metrics import comparison_table
+    from rust_rewards.eval.metrics import FLAG_NOTE, comparison_table
+    from rust_rewards.runs.findings import completion_findings
     from rust_rewards.runs.overview import VizParams, overview_lines
     from rust_rewards.runs.records import (
         ANY_CODE,
@@ -43,6 +44,7 @@ with app.setup:
         time_chart,
         token_accuracy_chart,
     )
+    from rust_rewards.ui.page_style import page_style
     from rust_rewards.ui.run_status import run_status
     from rust_rewards.ui.script import is_script, one_line_errors
 
@@ -82,6 +84,7 @@ def _(params):
 @app.cell(hide_code=True)
 def _(browser, eval_text, refresh, reload, run_text, smoothing):
     mo.vstack([
+        page_style(),
         mo.md("# Rust GRPO training dashboard"),
         mo.hstack([run_text, eval_text], widths="equal"),
         mo.accordion({"Browse for a run directory": browser}),
@@ -177,6 +180,32 @@ def _(run):
 
 
 @app.cell(hide_code=True)
+def _(eval_path, get_version):
+    get_version()
+    mo.stop(not eval_path)
+    _state = inspect_eval(eval_path)
+    _logs = None
+    _view = mo.callout(mo.md(_state.message), kind="warn")
+    if _state.ok:
+        try:
+            _logs = load_eval(eval_path)
+        except RunLogError as err:
+            _view = mo.callout(mo.md(f"**Cannot read this eval.** {err}"), kind="danger")
+    if _logs is not None:
+        _rounds = eval_rounds_chart(_logs)
+        _view = mo.vstack([
+            mo.hstack([chart_or_note(eval_chart(_logs), "No metrics in this eval."),
+                       chart_or_note(eval_error_chart(_logs), "No compiler error codes in this eval.")],
+                      widths="equal"),
+            mo.ui.table(comparison_table(_logs.summaries).round(4), selection=None, label="Summary per model"),
+            mo.md(FLAG_NOTE),
+            *([] if _rounds is None else [_rounds]),
+        ])
+    mo.vstack([mo.md("## Eval comparison"), _view])
+    return
+
+
+@app.cell(hide_code=True)
 def _(run):
     mo.stop(run is None or run.completions.empty)
     _steps = run.completions["step"]
@@ -212,10 +241,10 @@ def _(code_filter, reward_bounds, reward_filter, run, step_filter):
 @app.cell(hide_code=True)
 def _(run, table):
     mo.stop(table.value is None or len(table.value) == 0,
-            mo.callout(mo.md("Select a row to see the code and the compiler's diagnostics."), kind="neutral"))
+            mo.callout(mo.md("Select a row to see the code, the failing tests and the compiler's diagnostics."),
+                       kind="neutral"))
     _row = run.completions.loc[int(table.value["row"].iloc[0])]
     _code = extract_rust(_row["completion"])
-    _diagnostics = str(_row.get("diagnostics") or "") or "(no diagnostics)"
     mo.vstack([
         mo.md(f"### Step {_row['step']} · task `{_row.get('task_id', '?')}` · "
               f"reward {float(_row['reward']):.3f} · {_row['verdict']}"),
@@ -223,36 +252,11 @@ def _(run, table):
             mo.vstack([mo.md("**Compiled code**"),
                        mo.ui.code_editor(value=_code or "(no ```rust block)", language="rs",
                                          disabled=True)]),
-            mo.vstack([mo.md("**Diagnostics**"), mo.plain_text(_diagnostics)]),
+            mo.vstack([mo.md("**Diagnostics**"), mo.plain_text(completion_findings(_row.to_dict()))]),
         ], widths="equal"),
         mo.accordion({"Full completion": mo.plain_text(_row["completion"]),
                       "Prompt": mo.plain_text(str(_row.get("prompt", "")))}),
     ])
-    return
-
-
-@app.cell(hide_code=True)
-def _(eval_path, get_version):
-    get_version()
-    mo.stop(not eval_path)
-    _state = inspect_eval(eval_path)
-    _logs = None
-    _view = mo.callout(mo.md(_state.message), kind="warn")
-    if _state.ok:
-        try:
-            _logs = load_eval(eval_path)
-        except RunLogError as err:
-            _view = mo.callout(mo.md(f"**Cannot read this eval.** {err}"), kind="danger")
-    if _logs is not None:
-        _rounds = eval_rounds_chart(_logs)
-        _view = mo.vstack([
-            mo.hstack([chart_or_note(eval_chart(_logs), "No metrics in this eval."),
-                       chart_or_note(eval_error_chart(_logs), "No compiler error codes in this eval.")],
-                      widths="equal"),
-            mo.ui.table(comparison_table(_logs.summaries).round(4), selection=None, label="Summary per model"),
-            *([] if _rounds is None else [_rounds]),
-        ])
-    mo.vstack([mo.md("## Eval comparison"), _view])
     return
 
 

@@ -373,8 +373,10 @@ def test_pass_rates_agree_with_the_rewards_for_answers_to_another_task() -> None
     completions = pd.DataFrame({"step": [1, 1], "build_ok": [True, True], "clippy_ok": [True, False],
                                 "tests_ok": [None, None], "hidden_ok": [False, True],
                                 "off_task": [["add"], []], "forbidden": [[], ["unsafe code"]],
-                                "mismatched": [[], []]})
+                                "mismatched": [[], ["add: expected fn(i32, i32) -> i32, found fn(i64, i64) -> i64"]]})
     rates = pass_rates(completions).set_index("check")["rate"].to_dict()
-    assert rates == {"answers the task": 0.5, "no hack flag": 0.5, "build": 0.5, "clippy": 0.0, "hidden tests": 0.5}
+    # a signature mismatch is named apart from the hack flags (banned constructs)
+    assert rates == {"answers the task": 0.5, "signatures match": 0.5, "no hack flag": 0.5, "build": 0.5,
+                     "clippy": 0.0, "hidden tests": 0.5}
     encoding = charts.pass_rate_chart(completions).to_dict()["encoding"]
     assert encoding["strokeDash"]["field"] == encoding["color"]["field"] == "check"  # equal lines stay apart

@@ -17,7 +17,7 @@ import pandas as pd
 from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
-from rust_rewards.eval.metrics import ModelSummary, comparison_table, summarize
+from rust_rewards.eval.metrics import ModelSummary, comparison_table, hacks, summarize
 from rust_rewards.layout import RESULTS_FILE, SUMMARY_FILE, TASK_FILES, EvalFolder
 from rust_rewards.params import param
 from rust_rewards.prompts import asks_for_tests
@@ -142,7 +142,9 @@ def score_predictions(
     """Verify every prediction against its task's hidden tests: one row per completion.
 
     Columns: model, task_id, sample, (round,) completion, every key of ``Report.flat()`` (``internal_error``
-    included; ``tests_ok`` None for answers whose ``answer_format`` asked for no test module).
+    included; ``tests_ok`` None for answers whose ``answer_format`` asked for no test module) and ``hack_flags``:
+    the row's likely-hack reasons (``metrics.hacks``; off-task answers and signature mismatches are in ``off_task``
+    and ``mismatched``, no hack).
     A completion without code scores ``hidden_ok=False`` on a task with hidden tests (it stays in the pass@k
     denominator); one the verifier failed on internally has ``hidden_ok`` null and is reported, not scored.
     An unknown task id raises, naming the prediction row.
@@ -169,6 +171,7 @@ def score_predictions(
              else [True] * len(reports))
     flat = pd.DataFrame([report.flat(bool(tests)) for report, tests in zip(reports, asked, strict=True)],
                         index=predictions.index)
+    flat["hack_flags"] = [hacks(row) for row in flat.to_dict("records")]
     crashed = int((flat["internal_error"] != "").sum())
     if crashed:
         log.warning("the verifier failed internally on %d completion(s): see column internal_error", crashed)

@@ -229,7 +229,7 @@ def _text(value: Any) -> str:
     )
 
 
-def _items(value: Any) -> list[str]:
+def cell_items(value: Any) -> list[str]:
     """A list-valued cell (numpy array from parquet, list, None) as a list of strings."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return []
@@ -269,7 +269,7 @@ def load_completions(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame["prompt"] = [_text(v) for v in frame["prompt"]]
     if "error_codes" not in frame.columns:
         frame["error_codes"] = [[] for _ in range(len(frame))]
-    frame["error_codes"] = [_items(v) for v in frame["error_codes"]]
+    frame["error_codes"] = [cell_items(v) for v in frame["error_codes"]]
     frame["verdict"] = [verdict(row) for row in frame.to_dict("records")]
     return frame.sort_values("step", kind="stable").reset_index(drop=True)
 
@@ -342,26 +342,26 @@ def reward_series(metrics: pd.DataFrame, smoothing: float = 0.0) -> pd.DataFrame
 def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
     """Per step and check (build, clippy, tests, hidden tests): the fraction of completions that pass, as the rewards
     count them: an answer to another task (``off_task``: it lacks the task's required items) passes nothing, so the
-    dashboard agrees with the logged rewards; ``answers the task`` is the share of answers on task and ``no hack
-    flag`` the share without a hack reason (``forbidden``, ``mismatched``), the two reasons an answer that builds
-    can still earn nothing.
+    dashboard agrees with the logged rewards. Three shares say why an answer that builds can still earn nothing:
+    ``answers the task`` (no ``off_task`` item), ``signatures match`` (no ``mismatched`` item: an honest miss, named
+    apart from hacks) and ``no hack flag`` (no banned construct, ``forbidden``).
 
     ``hidden tests`` is over completions whose task has hidden tests and is left out where none has; ``tests`` is
     left out where no answer was asked for a test module.
     """
     rows = []
     for step, group in completions.groupby("step", sort=True):
-        on_task = (group["off_task"].map(lambda v: not _items(v)) if "off_task" in group.columns
+        on_task = (group["off_task"].map(lambda v: not cell_items(v)) if "off_task" in group.columns
                    else pd.Series(True, index=group.index))
         if "off_task" in group.columns:
             passed = int(on_task.sum())
             rows.append({"step": int(step), "check": "answers the task", "rate": passed / len(group),
                          "passed": passed, "n": len(group)})
-        flags = [c for c in ("forbidden", "mismatched") if c in group.columns]
-        if flags:  # a hack flag (banned construct, signature not the task's) zeroes the test rewards
-            clean = int(pd.concat([group[c].map(lambda v: not _items(v)) for c in flags], axis=1).all(axis=1).sum())
-            rows.append({"step": int(step), "check": "no hack flag", "rate": clean / len(group),
-                         "passed": clean, "n": len(group)})
+        for check, column in (("signatures match", "mismatched"), ("no hack flag", "forbidden")):
+            if column in group.columns:  # either zeroes the test rewards
+                clean = int(group[column].map(lambda v: not cell_items(v)).sum())
+                rows.append({"step": int(step), "check": check, "rate": clean / len(group), "passed": clean,
+                             "n": len(group)})
         for check, column in CHECK_COLUMNS.items():
             if column not in group.columns:
                 continue
@@ -378,7 +378,7 @@ def top_error_codes(completions: pd.DataFrame, top: int = 8) -> list[tuple[str, 
     """The most frequent compiler error codes: (code, completions containing it), most frequent first."""
     counter: Counter[str] = Counter()
     for codes in completions.get("error_codes", pd.Series(dtype=object)):
-        counter.update(set(_items(codes)))
+        counter.update(set(cell_items(codes)))
     return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
 
 
@@ -389,7 +389,7 @@ def error_code_counts(completions: pd.DataFrame, top: int = 8) -> pd.DataFrame:
     for step, group in completions.groupby("step", sort=True):
         counter: Counter[str] = Counter()
         for cell in group["error_codes"]:
-            counter.update(set(_items(cell)))
+            counter.update(set(cell_items(cell)))
         rows.extend({"step": int(step), "code": code, "count": counter[code]} for code in codes)
     return pd.DataFrame(rows, columns=["step", "code", "count"])
 
@@ -412,9 +412,9 @@ def filter_completions(
     if rewards is not None:
         mask &= pd.to_numeric(completions["reward"], errors="coerce").between(rewards[0], rewards[1])
     if error_code == NO_CODE:
-        mask &= pd.Series([not _items(codes) for codes in completions["error_codes"]], index=mask.index)
+        mask &= pd.Series([not cell_items(codes) for codes in completions["error_codes"]], index=mask.index)
     elif error_code != ANY_CODE:
-        mask &= pd.Series([error_code in _items(c) for c in completions["error_codes"]], index=mask.index)
+        mask &= pd.Series([error_code in cell_items(c) for c in completions["error_codes"]], index=mask.index)
     return completions[mask]
 
 
@@ -471,8 +471,8 @@ TABLE_COLUMNS = ("step", "task_id", "reward", "verdict", "build_ok", "clippy_ok"
 def completion_table(completions: pd.DataFrame) -> pd.DataFrame:
     """The browsable view: one row per completion with short columns; the index keeps the row id."""
     view = completions.copy()
-    view["errors"] = [", ".join(_items(codes)) for codes in view["error_codes"]]
-    view["clippy_lints"] = [", ".join(_items(v)) for v in view.get("clippy_warnings", [[]] * len(view))]
+    view["errors"] = [", ".join(cell_items(codes)) for codes in view["error_codes"]]
+    view["clippy_lints"] = [", ".join(cell_items(v)) for v in view.get("clippy_warnings", [[]] * len(view))]
     view["reward"] = pd.to_numeric(view["reward"], errors="coerce").round(3)
     return view[[column for column in TABLE_COLUMNS if column in view.columns]]
 

@@ -28,6 +28,8 @@ from rust_rewards.runs.records import (
 )
 
 STEP_AXIS = alt.Axis(format="d", tickMinStep=1)
+LINE_LEGEND = alt.Legend(orient="bottom", symbolOpacity=1)
+"""A line chart's legend: its symbols drawn at full opacity, not at the faint raw line's."""
 COUNT_AXIS = alt.Axis(format="d", tickMinStep=1)
 EVAL_METRICS = ROUND_METRICS
 """The eval metrics viz.py compares, in their order (besides pass@k)."""
@@ -44,7 +46,7 @@ def chart_or_note(chart: alt.Chart | None, note: str) -> object:
 
 
 def line_chart(data: pd.DataFrame, title: str, y_title: str, percent: bool = False) -> alt.Chart | None:
-    """Raw values as faint lines and their smoothed values as solid lines, one colour per series."""
+    """Raw values as faint lines and their smoothed values as solid lines, one colour per series (``LINE_LEGEND``)."""
     if data.empty:
         return None
     axis = alt.Axis(format=".2~%") if percent else alt.Axis()
@@ -55,7 +57,7 @@ def line_chart(data: pd.DataFrame, title: str, y_title: str, percent: bool = Fal
     scale = alt.Scale(domain=[min(low, 0.0), max(high, 0.0) + pad]) if high - low < 1e-12 else alt.Undefined
     base = alt.Chart(data).encode(
         x=alt.X("step:Q", title="step", axis=STEP_AXIS),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("series:N", title=None, legend=LINE_LEGEND),
     )
     raw = base.mark_line(opacity=0.3).encode(
         y=alt.Y("value:Q", title=y_title, axis=axis, scale=scale)
@@ -214,7 +216,7 @@ def eval_chart(logs: EvalLogs) -> alt.Chart | None:
     if table.empty:
         return None
     base = alt.Chart(table).encode(
-        x=alt.X("metric:N", title=None, sort=list(EVAL_METRICS), axis=alt.Axis(labelAngle=0)),
+        x=alt.X("metric:N", title=None, sort=list(EVAL_METRICS), axis=alt.Axis(labelAngle=-30)),
         xOffset=alt.XOffset("model:N"),
         color=alt.Color("model:N", legend=alt.Legend(orient="bottom")),
     )
@@ -270,7 +272,8 @@ def eval_rounds_chart(logs: EvalLogs) -> alt.FacetChart | None:
 
 
 def rates_chart(summaries: dict[str, ModelSummary]) -> alt.LayerChart:
-    """Build/clippy/test rates, hidden pass@1 and hack flags per model, with 95% intervals."""
+    """Build/clippy/test rates, hidden pass@1, hack flags, off-task answers and signature mismatches per model, with
+    95% intervals."""
     data = long_metrics(summaries)
     data = data[~data["metric"].str.startswith("pass@")]
     base = alt.Chart(data).encode(

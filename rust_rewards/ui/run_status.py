@@ -8,18 +8,15 @@ from typing import Any
 import marimo as mo
 
 from rust_rewards.layout import PARAMS_HISTORY_FILE
-from rust_rewards.runs.overview import run_overview
+from rust_rewards.runs.headlines import headlines
 from rust_rewards.runs.records import RunLogError, RunLogs, inspect_run, load_run, start_table
 from rust_rewards.ui.charts import health_callout
-
-STAT_KEYS = ("reward", "build pass", "clippy pass", "tests pass", "hidden tests pass")
-"""The overview values shown as stats at the top of the dashboard, in this order (where the run has them)."""
 
 
 def run_status(run_path: str | Path) -> tuple[RunLogs | None, Any]:
     """``(run, status)``: the run's logs (``None`` when there are none to show) and what the page shows about it: its
-    last step and headline rates, the verifier's health and the run's starts, or a callout saying why there is
-    nothing to show (no logs yet, not a run, unreadable)."""
+    last step and headline cards (``headlines``: each labelled with its step), the verifier's health and the run's
+    starts, or a callout saying why there is nothing to show (no logs yet, not a run, unreadable)."""
     state = inspect_run(run_path)
     if not state.ok:
         if state.kind == "empty":
@@ -31,11 +28,10 @@ def run_status(run_path: str | Path) -> tuple[RunLogs | None, Any]:
         run = load_run(run_path)
     except RunLogError as err:
         return None, mo.callout(mo.md(f"**Cannot read this run.** {err}"), kind="danger")
-    summary = run_overview(run)
     stats = mo.hstack(
-        [mo.stat(value=str(summary["last_step"]), label="last step", caption=str(run.path))]
-        + [mo.stat(value=f"{summary[k]:.3g}", label=k) for k in STAT_KEYS if k in summary],
-        justify="start", gap=2,
+        [mo.stat(value=str(run.last_step), label="last step", caption=str(run.path))]
+        + [mo.stat(value=f"{h.value:.3g}", label=h.label, caption=h.caption) for h in headlines(run)],
+        justify="start", gap=2, wrap=True,
     )
     starts = start_table(run.history)
     history = mo.accordion({f"Starts of this run ({len(starts)}, {PARAMS_HISTORY_FILE})":
