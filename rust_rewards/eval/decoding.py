@@ -48,7 +48,7 @@ def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, eng
 
         from rust_rewards.eval import vllm_engine
 
-        return vllm_engine.sample_ids(model, prompts, config, seed=torch.initial_seed() % 2**31)
+        return vllm_engine.sample_ids(model, prompts, config, end_ids(config), seed=torch.initial_seed() % 2**31)
     if engine == "continuous":
         return _continuous(model, prompts, config)
     if engine == "padded" or min(len(p) for p in prompts) < 2:

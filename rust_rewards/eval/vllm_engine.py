@@ -76,13 +76,13 @@ def _base_and_rank(model: Any) -> tuple[str, int]:
     return str(model.config._name_or_path), 0
 
 
-def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, seed: int = 0) -> list[list[int]]:
+def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, stops: Sequence[int],
+               seed: int = 0) -> list[list[int]]:
     """New token ids for each of ``prompts`` (token ids), sampled by vLLM from ``model``'s base weights and its
-    LoRA adapter's current values, with ``config``'s sampling settings (a ``GenerationConfig``)."""
+    LoRA adapter's current values, with ``config``'s sampling settings (a ``GenerationConfig``), ending at any of
+    ``stops``."""
     from vllm import SamplingParams, TokensPrompt
     from vllm.lora.request import LoRARequest
-
-    from rust_rewards.eval.decoding import end_ids
 
     base, rank = _base_and_rank(model)
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
@@ -93,7 +93,7 @@ def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, seed: 
     sampling = SamplingParams(
         n=1, temperature=0.0 if greedy else float(config.temperature or 1.0),
         top_p=1.0 if greedy else float(config.top_p or 1.0), top_k=int(config.top_k or 0) if not greedy else 0,
-        max_tokens=int(config.max_new_tokens), stop_token_ids=end_ids(config), detokenize=False)
+        max_tokens=int(config.max_new_tokens), stop_token_ids=list(stops), detokenize=False)
     folder = None
     lora = None
     if rank:
