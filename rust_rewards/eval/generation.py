@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +48,20 @@ RUN_COLUMNS = ("model", "base_model", "adapter", "backend", "answer_format", "te
 
 PREDICTION_COLUMNS = ("task_id", "sample", "completion", "completion_tokens", "truncated", *RUN_COLUMNS,
                       "generated_at", "gen_seconds")
+
+LIBRARY_WARNINGS = (
+    (FutureWarning, r"`(is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is "
+     r"deprecated and will be removed in v6"),
+)
+"""Library warnings a user cannot act on: peft (``PeftModel``, ``prepare_model_for_kbit_training``) and TRL (around
+each generation) call transformers 5's deprecated gradient-checkpointing aliases themselves."""
+
+
+def ignore_library_warnings() -> None:
+    """Ignore exactly ``LIBRARY_WARNINGS`` in this process (at the start of a training or an inference run)."""
+    for category, message in LIBRARY_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
 
 ROUND_DEFAULTS: dict[str, Any] = {"round": 0, "feedback": "", "carried": False}
 """Columns written only with repair rounds, and their value for a row without them (a first answer):

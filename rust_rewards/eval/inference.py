@@ -21,6 +21,7 @@ from rust_rewards.eval.generation import (
     check_compatible,
     display_name,
     generate_predictions,
+    ignore_library_warnings,
     make_generator,
     read_done,
     run_columns,
@@ -130,15 +131,23 @@ def run_inference(
     """Generate ``params.n`` completions per task into ``params.out_path()``; returns every row.
 
     A model that cannot load (``models.source.check_model_source``) and an existing output written with other
-    settings are refused before the model is loaded.
+    settings are refused before the model is loaded; a rerun says how much of the output is already there.
     """
+    ignore_library_warnings()
     check_model_source(params.model)
     sampling = params.sampling()
     tasks = read_tasks(params.tasks, params.limit)
     backend = params.resolved_backend()
     run = run_columns(sampling, model=params.model_name(), base_model=params.model,
                       adapter=params.adapter or None, backend=backend, answer_format=params.answer_format)
-    check_compatible(read_done(params.out_path()), run, params.out_path())
+    done = read_done(params.out_path())
+    check_compatible(done, run, params.out_path())
+    wanted = len(tasks) * params.n * (params.repair_rounds + 1)
+    have = rows_present(done, tasks, params.n, params.repair_rounds)
+    if have == wanted:
+        log.info("all %d completions already in %s; nothing to generate", wanted, params.out_path())
+    elif have:
+        log.info("resuming: %d of %d completions already in %s", have, wanted, params.out_path())
     generator = make_generator(backend, params.model, params.adapter or None, merge=params.merge,
                                batch_size=params.batch_size, seed=params.seed, answer_format=params.answer_format,
                                engine=params.engine)
@@ -149,10 +158,19 @@ def run_inference(
         repair_rounds=params.repair_rounds, feedback_tokens=params.feedback_tokens,
         answer_format=params.answer_format,
     )
-    log.info("wrote %d rows (%d tasks x %d samples) to %s", len(rows), len(tasks), params.n, params.out_path())
+    if have < wanted:
+        log.info("wrote %d rows (%d tasks x %d samples) to %s", len(rows), len(tasks), params.n, params.out_path())
     return rows
 
 
+def rows_present(done: pd.DataFrame, tasks: list[Task], n: int, repair_rounds: int) -> int:
+    """How many of the rows a run wants (one per task, sample and round) ``done`` already holds."""
+    rounds = done["round"].astype(int) if "round" in done.columns else [0] * len(done)
+    have = set(zip(done["task_id"].astype(str), done["sample"].astype(int), rounds, strict=True))
+    return sum((t.task_id, s, r) in have for t in tasks for s in range(n) for r in range(repair_rounds + 1))
+
+
 def log_progress(done: int, total: int) -> None:
-    """Script-mode progress: one log line per finished chunk."""
-    log.info("generated %d/%d completions", done, total)
+    """Script-mode progress: one log line per finished chunk (none for a round with nothing to generate)."""
+    if total:
+        log.info("generated %d/%d completions", done, total)

@@ -5,7 +5,8 @@ Kept apart from ``train_logging`` so that a notebook can show its form before tr
 ``RunLogCallback`` appends one JSON line per logged step to ``metrics.jsonl`` and writes the step's completions
 parquet; ``MetricsFileCallback`` does the first for the supervised stage; ``ProgressCallback`` calls a progress
 function; ``StopFileCallback`` ends training at the end of the current step, with a checkpoint, when the file
-``OUT/STOP`` appears (the notebook's Stop button writes it; ``touch OUT/STOP`` works from a shell).
+``OUT/STOP`` appears (the notebook's Stop button writes it; ``touch OUT/STOP`` works from a shell);
+``ModelCardCallback`` writes the run's own ``README.md`` over the stock card TRL writes with every checkpoint.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.layout import RunFolder
 from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
 from rust_rewards.train.hints import HintSteps
+from rust_rewards.train.model_card import RunDescription, write_model_card
 from rust_rewards.train.run_log import (
     InfraGuard,
     ReportsFor,
@@ -145,3 +147,15 @@ class StopFileCallback(TrainerCallback):
         if any(gather_across_processes(self.path.exists())):
             control.should_save = True
             control.should_training_stop = True
+
+
+class ModelCardCallback(TrainerCallback):
+    """After every checkpoint save, writes the run's model card (``rust_rewards.train.model_card``) over the stock one
+    TRL has just written to the run folder, naming that checkpoint as the adapter so far."""
+
+    def __init__(self, run: RunDescription) -> None:
+        self.run = run
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            write_model_card(self.run, self.run.output_dir / f"checkpoint-{state.global_step}", state)

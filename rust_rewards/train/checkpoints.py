@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rust_rewards.atomic import replace_dir, write_text_atomic
-from rust_rewards.hub import looks_local
+from rust_rewards.atomic import replace_dir
 from rust_rewards.train.config import RESUME_CHOICES
 
 
@@ -80,17 +79,3 @@ def save_adapter(trainer: Any, target: Path) -> Path:
     accelerator.wait_for_everyone()
     return target
 
-
-_NO_BASE = "a fine-tuned version of [None](https://huggingface.co/None)"
-
-
-def name_base_model(folder: Path, model: str) -> None:
-    """TRL's model card names no base model when it was loaded from a local folder (``[None](.../None)``): name it
-    (a hub link for a hub id, the path as written otherwise)."""
-    card = folder / "README.md"
-    if not card.is_file():
-        return
-    text = card.read_text()
-    if _NO_BASE in text:
-        named = f"`{model}`" if looks_local(model) else f"[{model}](https://huggingface.co/{model})"
-        write_text_atomic(text.replace(_NO_BASE, f"a fine-tuned version of {named}"), card)

@@ -4,8 +4,6 @@ train the stage, save the adapter, upload, report; each step a function of its o
 from __future__ import annotations
 
 import dataclasses
-import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ from rust_rewards.cpus import contiguous_lm_head, cpu_share, keep_freed_memory
 from rust_rewards.data.bundled import BUNDLED_TASKS
 from rust_rewards.data.dpo_pairs import read_pairs
 from rust_rewards.data.sft_rows import SFTSet
+from rust_rewards.eval.generation import ignore_library_warnings
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
 from rust_rewards.models.source import check_model_source
 from rust_rewards.rewards.recipes import max_total
@@ -23,7 +22,6 @@ from rust_rewards.train.checkpoints import (
     checkpoint_step,
     find_checkpoint,
     finished_run,
-    name_base_model,
     save_adapter,
 )
 from rust_rewards.train.config import (
@@ -33,6 +31,7 @@ from rust_rewards.train.config import (
     TOOL_WARM_THREADS,
     TrainParams,
 )
+from rust_rewards.train.model_card import RunDescription, write_model_card
 from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.resolve import resolve_params, select_rewards
 from rust_rewards.train.run_log import (
@@ -63,12 +62,12 @@ class TrainResult:
 
 
 def quiet_script_logs() -> None:
-    """Script mode: keep the log to our step lines (no weight-loading bars or v6 deprecation notes)."""
+    """Script mode: keep the log to our step lines (no weight-loading bars; ``run_training`` ignores the library
+    warnings a user cannot act on)."""
     import transformers
 
     transformers.logging.set_verbosity_warning()
     transformers.logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6.*", category=FutureWarning)
 
 
 def print_progress(step: int, max_steps: int, logs: dict[str, Any]) -> None:
@@ -89,6 +88,7 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     """
     from accelerate import PartialState
 
+    ignore_library_warnings()
     p = resolve_params(params)
     if not p.build_tiny_model:
         check_model_source(p.model)
@@ -100,6 +100,7 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
         return already_finished(out, checkpoint, finished)
     _, weights = select_rewards(p)
     tasks = load_train_tasks(p)
+    run = RunDescription.of(p, weights, len(tasks), max_total(weights, any(t.reference_tests.strip() for t in tasks)))
     if p.build_tiny_model:
         if p.feedback_turns:  # the tool-calling model keeps its own warm start (config.TOOL_WARM_SHARE)
             build_tiny_model(p.model, tasks_path=BUNDLED_TASKS, task_limit=None, warm_start=WarmStart(
@@ -110,7 +111,7 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     verifier = use_verifier(p, processes)  # the run's one verifier, from its flags, for every stage below
     sft, pairs = stage_data(p, tasks, verifier)
     if processes.is_main_process:
-        record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint))
+        record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint), start_summary(p, run))
         start = checkpoint_step(checkpoint)
         removed = roll_back_records(out, start)  # steps trained again are recorded once
         if checkpoint is not None:
@@ -119,14 +120,14 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
                   flush=True)
     if p.stage == "grpo" and p.pass_rate_k:
         tasks = filter_tasks(p, tasks, verifier, processes)
-    trainer, adapter, stopped = train_stage(p, tasks, sft, pairs, checkpoint, progress, verifier)
+        run = dataclasses.replace(run, n_tasks=len(tasks))
+    trainer, adapter, stopped = train_stage(p, run, tasks, sft, pairs, checkpoint, progress, verifier)
     oxen_error = upload_to_oxen(out, p.oxen_repo, p.oxen_dest) if p.oxen_repo and processes.is_main_process else None
     history = [h for h in trainer.state.log_history if "train_runtime" not in h]
     processes.wait_for_everyone()
     if processes.is_main_process:
         (out / STOP_FILE).unlink(missing_ok=True)
-    if p.stage == "grpo" and processes.is_main_process and (
-            line := what_changed(history, max_total(weights, any(t.reference_tests.strip() for t in tasks)))):
+    if p.stage == "grpo" and processes.is_main_process and (line := what_changed(history, run.max_reward)):
         print(line, flush=True)
     if stopped:
         print(f"stopped on request at step {trainer.state.global_step} of {trainer.state.max_steps}: "
@@ -200,11 +201,29 @@ def start_record(p: TrainParams, weights: dict[str, float], tasks: list[Task], s
     }}
 
 
-def record_run_start(out: Path, record: dict[str, Any]) -> None:
-    """Main process: drop a stale STOP file, record this start, print it and what changed since the first start."""
+def start_summary(p: TrainParams, run: RunDescription) -> list[str]:
+    """What a run says before its first step: model, data, stage, steps, what a step holds, rewards, output folder
+    (the full settings stay in its ``params.json``)."""
+    steps = (f"{p.max_steps} step{'s' * (p.max_steps > 1)}" if p.max_steps > 0
+             else f"{p.num_train_epochs:g} epochs over the data")
+    if p.stage == "grpo":
+        prompts = p.prompts_per_step()
+        step = [f"each step: {prompts:g} prompt{'s' * (prompts != 1)}, a group of {p.num_generations} completions each",
+                f"rewards: {run.rewards_text()} (weights; the total is at most {run.max_reward:g})"]
+    else:
+        step = [f"each step: {p.per_device_train_batch_size * p.gradient_accumulation_steps} "
+                f"{'rows' if p.stage == 'sft' else 'pairs'}"]
+    out = Path(p.output_dir)
+    return [f"model: {run.model_text()}", f"data: {run.data_text()}", f"stage: {p.stage} (preset {p.preset}), {steps}",
+            *step, f"output: {out} (full settings: {out / PARAMS_FILE})"]
+
+
+def record_run_start(out: Path, record: dict[str, Any], summary: list[str]) -> None:
+    """Main process: drop a stale STOP file, record this start, print its ``summary`` and what changed since the
+    first start."""
     remove_stale_stop(out)
     first = record_start(out, record)
-    print(json.dumps(record, indent=2), flush=True)
+    print("\n".join(summary), flush=True)
     changes = param_changes(first, record)
     if changes:
         print(f"changed since the first start ({out / PARAMS_FILE}): "
@@ -235,13 +254,17 @@ def use_verifier(p: TrainParams, processes: Any) -> Verifier:
     return verifier
 
 
-def train_stage(p: TrainParams, tasks: list[Task], sft: SFTSet | None, pairs: list[dict[str, Any]] | None,
-                checkpoint: str | None, progress: Progress | None, verifier: Verifier) -> tuple[Any, Path, bool]:
-    """Build the stage's trainer, train it (from ``checkpoint``) with ``torch_threads`` threads, save the adapter:
+def train_stage(p: TrainParams, run: RunDescription, tasks: list[Task], sft: SFTSet | None,
+                pairs: list[dict[str, Any]] | None, checkpoint: str | None, progress: Progress | None,
+                verifier: Verifier) -> tuple[Any, Path, bool]:
+    """Build the stage's trainer, train it (from ``checkpoint``) with ``torch_threads`` threads, save the adapter and
+    the model card of ``run`` (``rust_rewards.train.model_card``, also after every checkpoint):
     ``(trainer, adapter folder, stopped on request)``. ``InfrastructureError`` when the verifier's internal errors
     stopped it. On CPU, freed memory is kept for reuse (``cpus.keep_freed_memory``: same results, faster sampling)
     and in bf16 the output layer gets contiguous inputs (``cpus.contiguous_lm_head``: the dry run 86 -> 71 s)."""
     import torch
+
+    from rust_rewards.train.callbacks import ModelCardCallback
 
     out = Path(p.output_dir)
     if p.use_cpu:
@@ -252,6 +275,7 @@ def train_stage(p: TrainParams, tasks: list[Task], sft: SFTSet | None, pairs: li
     guard = InfraGuard(p.max_internal_error_share, p.max_internal_error_steps)
     try:
         trainer = build_stage_trainer(p, tasks, sft, pairs, progress, guard, verifier)
+        trainer.add_callback(ModelCardCallback(run))
         if p.use_cpu and p.bf16:
             contiguous_lm_head(trainer.model)
         trainer.train(resume_from_checkpoint=checkpoint)
@@ -260,7 +284,7 @@ def train_stage(p: TrainParams, tasks: list[Task], sft: SFTSet | None, pairs: li
             raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))
         adapter = save_adapter(trainer, out / ADAPTER_DIR)
         if trainer.accelerator.is_main_process:
-            name_base_model(out, p.model)
+            write_model_card(run, adapter, trainer.state)
     finally:
         torch.set_num_threads(threads)
     return trainer, adapter, stopped

@@ -19,7 +19,7 @@ import random
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
@@ -411,9 +411,10 @@ def _batch(tokenized: list[tuple[list[int], list[int]]], pad_id: int):
 
 
 def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: WarmStart, seed: int,
-                     tools: list[tuple[list[dict], str]] = ()) -> list[float]:
+                     tools: list[tuple[list[dict], str]] = (),
+                     on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train ``model`` in place on ``pairs`` (and the feedback-turn ``tools`` pairs, rendered with the
-    ``cargo_check`` tool); return the loss of every step.
+    ``cargo_check`` tool); return the loss of every step, also given to ``on_step(step, loss)`` as it is done.
 
     Only the answer tokens carry loss, and the prompt prefix runs without gradient (its keys and values
     come from a no-grad pass): most tokens are prompt, so this roughly halves the cost of a step.
@@ -459,6 +460,8 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(loss.item())
+        if on_step is not None:
+            on_step(len(losses), losses[-1])
     model.eval()
     return losses
 
@@ -485,6 +488,21 @@ def _is_complete(out_dir: Path, params: dict[str, Any]) -> bool:
         return False
 
 
+PROGRESS_LINES = 8
+"""Warm-start steps a build reports (evenly spaced, the last one included), between its first and last line."""
+
+
+def warm_start_reporter(out: Path, steps: int) -> Callable[[int, float], None]:
+    """``on_step`` for ``train_warm_start``: a line every ``steps / PROGRESS_LINES`` steps."""
+    every = max(1, math.ceil(steps / PROGRESS_LINES))
+
+    def report(step: int, loss: float) -> None:
+        if step % every == 0 or step == steps:
+            print(f"building the tiny model in {out}: warm start step {step}/{steps} (loss {loss:.2f})", flush=True)
+
+    return report
+
+
 def build_tiny_model(
     out_dir: str | os.PathLike[str],
     *,
@@ -502,7 +520,8 @@ def build_tiny_model(
     The result loads with ``AutoModelForCausalLM.from_pretrained(out_dir)`` and
     ``AutoTokenizer.from_pretrained(out_dir)``. A complete build with the same parameters and warm-start
     corpus is reused; otherwise the model is built in a temporary sibling directory and moved into place.
-    Deterministic for a seed on one machine; torch's global RNG and thread count are left as found.
+    Deterministic for a seed on one machine; torch's global RNG and thread count are left as found. A build says
+    what it does in a few lines (``PROGRESS_LINES`` of the warm start); a reuse says nothing.
     """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
@@ -521,6 +540,8 @@ def build_tiny_model(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     threads = torch.get_num_threads()
+    print(f"building the tiny model in {out} (once; up to a few minutes on CPU): tokenizer, then "
+          f"{warm_start.steps if warm_start is not None else 0} warm-start steps", flush=True)
     try:
         tokenizer = train_tokenizer(vocab_size)
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
@@ -543,7 +564,8 @@ def build_tiny_model(
             model = Qwen2ForCausalLM(config)
             if warm_start is not None:
                 torch.set_num_threads(max(1, min(warm_start.threads, os.cpu_count() or 1)))
-                train_warm_start(model, tokenizer, pairs, warm_start, seed, tools)
+                train_warm_start(model, tokenizer, pairs, warm_start, seed, tools,
+                                 warm_start_reporter(out, warm_start.steps))
         model.generation_config = GenerationConfig(
             bos_token_id=ids["<|endoftext|>"],
             eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],
@@ -563,6 +585,7 @@ def build_tiny_model(
     finally:
         torch.set_num_threads(threads)
         shutil.rmtree(tmp, ignore_errors=True)
+    print(f"tiny model ready in {out}", flush=True)
     return out
 
 

@@ -10,6 +10,18 @@ from rust_rewards.eval.decoding import CPU_MAX_BATCH_TOKENS, paged_cache_blocks
 from rust_rewards.train.config import TrainParams
 
 
+def checkpointing_field() -> str:
+    """transformers' name for gradient checkpointing: ``activation_checkpointing`` where it has one (5.20+, where
+    ``gradient_checkpointing`` is a deprecated alias that TRL's configs default to True and the new name
+    overrides), else ``gradient_checkpointing`` (vLLM's CPU build pins transformers < 5.20)."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
 def trainer_args(p: TrainParams) -> dict[str, Any]:
     """The ``TrainingArguments`` both stages share: optimizer, schedule, precision, device, checkpoints, logging."""
     return dict(
@@ -25,7 +37,7 @@ def trainer_args(p: TrainParams) -> dict[str, Any]:
         max_grad_norm=p.max_grad_norm,
         bf16=p.bf16,
         use_cpu=p.use_cpu,
-        gradient_checkpointing=p.gradient_checkpointing,
+        **{checkpointing_field(): p.gradient_checkpointing},
         # a 4-bit base is loaded here (base_model): TRL would only warn that model_init_kwargs go unused
         model_init_kwargs=None if p.load_in_4bit else {"dtype": "bfloat16" if p.bf16 else "float32"},
         save_strategy="steps",
