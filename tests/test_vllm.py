@@ -89,6 +89,7 @@ def test_the_vllm_engine_samples_the_policys_current_adapter(tmp_path, smollm2):
     import torch
     from transformers import AutoTokenizer, GenerationConfig
 
+    from rust_rewards.eval import vllm_engine
     from rust_rewards.eval.decoding import sample_ids
 
     model = random_adapter(smollm2, tmp_path / "adapter")
@@ -106,6 +107,12 @@ def test_the_vllm_engine_samples_the_policys_current_adapter(tmp_path, smollm2):
             if "lora_B" in name:
                 weight.zero_()
     assert sample_ids(model, prompts, config, engine="vllm") != served
+    # the settings we pass reached the real engine: LoRA rank, context, the host memory it may take on CPU
+    llm = vllm_engine.engine(smollm2, "float32", torch.initial_seed() % 2**31)
+    settings = llm.llm_engine.vllm_config
+    assert settings.lora_config.max_lora_rank == vllm_engine.MAX_LORA_RANK
+    assert settings.model_config.max_model_len == vllm_engine.MAX_MODEL_LEN
+    assert settings.cache_config.gpu_memory_utilization == vllm_engine.cpu_defaults()["gpu_memory_utilization"]
 
 
 def test_grpo_samples_filter_rollouts_and_held_out_evaluation_through_vllm(tmp_path, smollm2):
