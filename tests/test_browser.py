@@ -111,7 +111,8 @@ def test_dashboard_shows_a_real_training_run(chromium: Path, tiny_run: Path, eva
         _assert_clean(page)
         screenshot(page, "dashboard", tmp_path)
 
-        page.locator("tbody tr").first.get_by_role("checkbox").click()
+        # the completions table (the eval tables above it have no row checkboxes)
+        page.locator("tbody tr").filter(has=page.get_by_role("checkbox")).first.get_by_role("checkbox").click()
         page.get_by_text("Compiled code").wait_for(timeout=30_000)
         page.get_by_text("Diagnostics", exact=True).wait_for(timeout=30_000)
         page.wait_for_timeout(8_000)  # auto-refresh ticks with nothing new: the selection stays
@@ -147,7 +148,7 @@ def test_dashboard_explains_empty_folders_then_follows_the_run(chromium: Path, t
         shutil.copytree(tiny_run / "completions", starting / "completions")
         shutil.copyfile(tiny_run / "metrics.jsonl", starting / "metrics.jsonl")
         wait_for_charts(page, 3, timeout=60)
-        page.get_by_text("last step").wait_for(timeout=30_000)
+        page.get_by_text("last step", exact=True).wait_for(timeout=30_000)
         assert not has_text(page, "No logs yet.")
         _assert_clean(page)
 
