@@ -53,6 +53,7 @@ from unittest import mock
 
 import pytest
 from conftest import ROOT
+from test_readme import _strip_comment
 
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOTEBOOKS = ("process_data.py", "train.py", "inference.py", "eval.py", "viz.py")
@@ -85,18 +86,6 @@ class Shown:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Collecting the commands
-
-
-def _strip_comment(line: str) -> str:
-    quote = None
-    for i, ch in enumerate(line):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i]
-    return line
 
 
 def _split_statements(line: str) -> list[str]:
