@@ -218,6 +218,8 @@ def test_run_writes_params_metrics_completions_checkpoint(run, tasks_file):
             assert f"rewards/{name}/mean" in row
         assert row["step_time"] > 0 and row["reward_time"] > 0
         assert row["reward_share"] == pytest.approx(row["reward_time"] / row["step_time"])
+        assert 0 < row["generation_time"] < row["step_time"]
+        assert row["generation_share"] == pytest.approx(row["generation_time"] / row["step_time"])
         assert {"reward", "reward_std", "completions/mean_length", "learning_rate", "entropy"} <= set(row)
         assert (row["verify/completions"], row["verify/internal_errors"]) == (8, 0)
         assert isinstance(row["verify/timeouts"], int) and 0 <= row["verify/timeouts"] <= 8
@@ -341,12 +343,14 @@ def test_logging_with_real_cargo_verdicts(tmp_path):
     assert frame["reward"].tolist() == pytest.approx(expected)
     assert frame["completion"][0] == GOOD and frame["prompt"][0] == TASKS[0].prompt
 
-    logs = {"loss": 0.5, "step_time": 4.0, "reward_time": 1.0, "rewards/build_reward/mean": 0.5}
+    logs = {"loss": 0.5, "step_time": 4.0, "reward_time": 1.0, "generation_time": 2.0, "rewards/build_reward/mean": 0.5}
     callback.on_log(None, state, TrainerControl(), logs=logs)
     line = json.loads((tmp_path / "metrics.jsonl").read_text())
     assert line["step"] == 5 and line["reward_share"] == 0.25 and logs["reward_share"] == 0.25
+    assert line["generation_share"] == 0.5
     assert (line["verify/completions"], line["verify/internal_errors"], line["verify/timeouts"]) == (2, 0, 0)
-    assert "build 0.50" in format_log_line(5, 10, logs) and "(rewards 25%)" in format_log_line(5, 10, logs)
+    assert "build 0.50" in format_log_line(5, 10, logs)
+    assert "4.0 s/step (generation 50%, rewards 25%)" in format_log_line(5, 10, logs)
 
 
 def test_wandb_sees_reward_share(tasks_file, tiny_dir, tmp_path, monkeypatch):

@@ -82,6 +82,8 @@ class RunLogCallback(TrainerCallback):
             return
         if logs.get("reward_time") is not None and logs.get("step_time"):
             logs["reward_share"] = logs["reward_time"] / logs["step_time"]
+        if logs.get("generation_time") is not None and logs.get("step_time"):
+            logs["generation_share"] = logs["generation_time"] / logs["step_time"]
         logs.update(self._window.metrics())
         self._window = StepHealth(state.global_step)
         if self.feedback:

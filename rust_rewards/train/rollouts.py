@@ -5,6 +5,7 @@ group's completions over one forward pass of their shared prompt (``rust_rewards
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -49,6 +50,14 @@ class EngineGRPOTrainer(GRPOTrainer):
         return torch.cat([lp for lp, _ in parts]), entropies, None
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        """Sample completions and log their wall time as ``generation_time`` (every engine, TRL's own included)."""
+        start = time.perf_counter()
+        out = self._sample(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        self._metrics["train" if self.model.training else "eval"]["generation_time"].append(
+            time.perf_counter() - start)
+        return out
+
+    def _sample(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images):
         if (self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields
                 or self.generation_engine == "continuous"):
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,

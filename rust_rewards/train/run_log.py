@@ -380,8 +380,10 @@ def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
     if logs.get("mean_token_accuracy") is not None:
         parts.append(f"token accuracy {logs['mean_token_accuracy']:.3f}")
     if logs.get("step_time") is not None:
-        share = logs.get("reward_share")
-        parts.append(f"{logs['step_time']:.1f} s/step" + (f" (rewards {share:.0%})" if share is not None else ""))
+        shares = [f"{name} {logs[key]:.0%}" for name, key in (("generation", "generation_share"),
+                                                              ("rewards", "reward_share"))
+                  if logs.get(key) is not None]
+        parts.append(f"{logs['step_time']:.1f} s/step" + (f" ({', '.join(shares)})" if shares else ""))
     total = logs.get("verify/completions")
     if logs.get("verify/internal_errors"):
         parts.append(f"INTERNAL ERRORS {logs['verify/internal_errors']}/{total}")

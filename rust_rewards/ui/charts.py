@@ -120,15 +120,17 @@ def policy_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
 
 
 def time_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Seconds per optimizer step and the part of it spent computing rewards (running cargo)."""
-    series = metric_series(metrics, {"step time": "step_time", "reward time": "reward_time"}, smoothing)
+    """Seconds per optimizer step and the parts of it spent sampling completions and computing rewards (cargo)."""
+    series = metric_series(metrics, {"step time": "step_time", "generation time": "generation_time",
+                                     "reward time": "reward_time"}, smoothing)
     return line_chart(series, "Time per step", "seconds")
 
 
 def share_chart(metrics: pd.DataFrame, smoothing: float) -> alt.Chart | None:
-    """Fraction of the step spent in reward functions."""
-    series = metric_series(metrics, {"reward share": "reward_share"}, smoothing)
-    return line_chart(series, "Reward share of step time", "share", percent=True)
+    """Fraction of the step spent sampling completions and in reward functions."""
+    series = metric_series(metrics, {"generation share": "generation_share", "reward share": "reward_share"},
+                           smoothing)
+    return line_chart(series, "Generation and reward share of step time", "share", percent=True)
 
 
 def health_chart(metrics: pd.DataFrame) -> alt.Chart | None:
