@@ -8,7 +8,7 @@ core, as two pytest-xdist workers keep a 2-core machine busy). Prints each round
 verdict differed between rounds with each round's hidden failures (``TestCounts.failures``: which test, and why).
 Exit code 1 when any verdict differed.
 
-    .venv/bin/python benchmarks/exercism_stress.py [--rounds 3] [--load 2] [--mode direct]
+    .venv/bin/python benchmarks/exercism_stress.py [--rounds 3] [--load 2] [--mode direct] [--only ID]
 """
 
 from __future__ import annotations
@@ -44,11 +44,13 @@ def main() -> int:
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes beside the verifier")
     parser.add_argument("--mode", choices=MODES, default="direct")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", default="", help="only tasks whose id contains this (e.g. doubly-linked-list)")
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error("--rounds: at least 2 (verdicts are compared between rounds)")
     try:
-        tasks = [t for t in load_tasks(args.tasks) if t.reference_code.strip() and t.hidden_tests() is not None]
+        tasks = [t for t in load_tasks(args.tasks)
+                 if t.reference_code.strip() and t.hidden_tests() is not None and args.only in t.task_id]
     except (OSError, ValueError, TaskSourceError) as exc:
         print(f"error: --tasks {args.tasks}: {exc}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ from rust_rewards.rewards import functions as rewards
 from rust_rewards.rust.extract import extract_rust
 from rust_rewards.rust.facts import analyse
 from rust_rewards.tasks import HiddenTests
+from rust_rewards.verify.batch import blocker
 from rust_rewards.verify.bench import DEFAULT_CORPUS, grpo_batch, load_corpus, naive_verdict, report_verdict
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
@@ -155,6 +156,59 @@ def test_hidden_shapes_in_both_modes(verifier, cargo_verifier, text, shape):
         assert good.hidden_tests.passed == expected and good.own_tests.passed == 2
         bad = v.verify(rust("pub fn square(x: i64) -> i64 {\n    x + x\n}\n"), hidden)
         assert bad.build_ok and not bad.hidden_ok and bad.hidden_tests.failed >= 1
+
+
+COUNTING_ALLOCATOR_TESTS = """use solution::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+struct Counter;
+
+unsafe impl GlobalAlloc for Counter {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let ret = unsafe { System.alloc(layout) };
+        if !ret.is_null() {
+            ALLOCATED.fetch_add(layout.size(), SeqCst);
+        }
+        ret
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        ALLOCATED.fetch_sub(layout.size(), SeqCst);
+    }
+}
+
+#[global_allocator]
+static A: Counter = Counter;
+
+#[test]
+fn frees_what_it_allocates() {
+    let before = ALLOCATED.load(SeqCst);
+    drop(squares(1000));
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert_eq!(before, ALLOCATED.load(SeqCst));
+}
+"""
+
+
+def test_leak_tests_see_no_allocation_of_libtests_main_thread(verifier):
+    """Exercism's leak tests count every byte the process allocates: libtest's main thread, first blocking on its
+    channel while the test runs, allocates too (a correct doubly linked list once lost a hidden test in CI). The
+    window here (30 ms, as long as a preemption under load) caught it in about half of the runs without the
+    warm-up test; with it, a correct answer passes every time."""
+    hidden = HiddenTests(COUNTING_ALLOCATOR_TESTS, shape="integration")
+    code = "pub fn squares(n: u64) -> Vec<u64> {\n    (0..n).map(|x| x * x).collect()\n}\n"
+    reports = [verifier.verify(rust(f"{code}// run {i}\n"), hidden) for i in range(6)]
+    assert [(r.hidden_tests.passed, r.hidden_tests.expected) for r in reports] == [(1, 1)] * 6, [
+        r.hidden_tests.failures for r in reports]
+    # std linked statically there, as cargo links it: with std shared, this leak did not reach the counter
+    leaky = verifier.verify(rust(code.replace("collect()", "collect::<Vec<_>>().leak().to_vec()")), hidden)
+    assert leaky.build_ok and leaky.hidden_tests.passed == 0
+    unit = HiddenTests(COUNTING_ALLOCATOR_TESTS.replace("use solution::*;", "use super::*;"))
+    assert blocker(code, unit) == "a global allocator in the hidden tests"  # batch mode: never beside others
 
 
 def test_broken_own_tests_do_not_hide_a_correct_solution(verifier):

@@ -50,7 +50,7 @@ from rust_rewards.rust.lexer import HIDDEN_PREFIX, Token, tokenize
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig, check_workdir, code_hash
-from rust_rewards.verify.crate import CrateLayout, ModuleTree, module_tree
+from rust_rewards.verify.crate import CrateLayout, ModuleTree, counts_allocations, module_tree
 from rust_rewards.verify.diagnostics import CompileOutcome, parse_compiler
 from rust_rewards.verify.harness import (
     DEV,
@@ -197,6 +197,8 @@ def blocker(code: str, hidden: HiddenTests | None, facts: SourceFacts | None = N
             return "edition 2015"
         if hidden.release:
             return "release profile"  # optimised code generation may differ with the crate around it
+        if counts_allocations(hidden.text):
+            return "a global allocator in the hidden tests"  # it would count the neighbours' allocations
     for text, depth in ((code, 0), *(((hidden.text, 1),) if hidden is not None else ())):
         reason = _source_blocker(tokenize(text), depth)
         if reason:

@@ -143,7 +143,8 @@ def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bo
     passed there, with a time limit from the time it took there); ``while_ok`` and ``unless_failed`` (per test
     key): ``Step``'s."""
     extra = ["--include-ignored"] if hidden else []
-    return [sandbox.Step(f"{group}:{i}", [binary, "--exact", t.name, "--test-threads=1", *extra],
+    return [sandbox.Step(f"{group}:{i}", [binary, "--exact", *filter(None, (t.warm_up, t.name)), "--test-threads=1",
+                                          *extra],
                          group="hidden" if hidden else group, model_controlled=True,
                          after=(after or {}).get(t.key, ""), while_ok=while_ok,
                          unless_failed=(unless_failed or {}).get(t.key, ""))
@@ -382,7 +383,7 @@ def harness_step(job: Job, profile: list[str], output: str, eager: list[str] = (
     name = job.layout.lib_name
     return sandbox.Step(step, [
         *rustc_base(job, job.tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
-        "-C", "prefer-dynamic", "-o", output,
+        *job.layout.std_link(), "-o", output,
     ])
 
 

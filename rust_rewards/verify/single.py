@@ -355,7 +355,7 @@ def _integration_compile_steps(job: Job, profile: list[str]) -> list[sandbox.Ste
         stem = Path(rel).stem
         steps.append(sandbox.Step(f"hidden_compile:{i}", [
             *rustc_base(job, tc.rustc, rel), "--test", "--crate-name", stem, "--extern", f"{name}={rlib}",
-            "-L", "dependency=target", *profile, "-C", "prefer-dynamic", "-o", f"target/{stem}-itest",
+            "-L", "dependency=target", *profile, *layout.std_link(rel), "-o", f"target/{stem}-itest",
         ]))
     return steps
 
