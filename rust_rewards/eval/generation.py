@@ -15,7 +15,6 @@ and round N holds the final answer after up to N repairs.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 import time
 import warnings
@@ -237,15 +236,14 @@ class VLLMGenerator:
     ) -> None:
         from vllm import LLM
 
+        from rust_rewards.eval.vllm_engine import adapter_rank, cpu_defaults, served_rank
+
         self.lora = None
         if adapter:
             from vllm.lora.request import LoRARequest
 
-            rank = json.loads((Path(adapter) / "adapter_config.json").read_text()).get("r", 16)
-            engine_kwargs.update(enable_lora=True, max_lora_rank=max(8, int(rank)))
+            engine_kwargs.update(enable_lora=True, max_lora_rank=served_rank(adapter_rank(adapter)))
             self.lora = LoRARequest("adapter", 1, str(Path(adapter).resolve()))
-        from rust_rewards.eval.vllm_engine import cpu_defaults
-
         self.llm = LLM(model=model, seed=seed, **{**cpu_defaults(), **engine_kwargs})
         self.tokenizer = self.llm.get_tokenizer()
 

@@ -23,8 +23,36 @@ from typing import Any
 
 _ENGINES: dict[tuple[str, str, int], Any] = {}
 _IDS = itertools.count(1)
-MAX_LORA_RANK = 64
-"""The largest LoRA rank the engine serves (vLLM sizes its LoRA slots by it)."""
+LORA_SLOTS = (8, 16, 32, 64, 128, 256, 320, 512)
+"""The LoRA ranks vLLM sizes its adapter slots by (``max_lora_rank``); an adapter is served in the smallest that
+holds it: a larger slot costs time on every token (on CPU, rank 16 served in a 64 slot: 3-4x slower sampling)."""
+_PLAN = {"lora_rank": 16}
+
+
+def served_rank(rank: int) -> int:
+    """The smallest LoRA slot that holds an adapter of ``rank``.
+
+    >>> served_rank(16), served_rank(12), served_rank(0)
+    (16, 16, 8)
+    """
+    slot = next((s for s in LORA_SLOTS if s >= rank), None)
+    if slot is None:
+        raise ValueError(f"vLLM serves LoRA ranks up to {LORA_SLOTS[-1]}; this adapter has {rank}")
+    return slot
+
+
+def adapter_rank(folder: str | Path) -> int:
+    """The rank of the LoRA adapter saved in ``folder`` (its ``adapter_config.json``; 16, PEFT's default, when
+    it does not say)."""
+    import json
+
+    return int(json.loads((Path(folder) / "adapter_config.json").read_text()).get("r", 16))
+
+
+def plan(lora_rank: int) -> None:
+    """The largest LoRA rank this process will ask the engine to serve (the trained adapter's, or the initial
+    one's): the engine, built on first use, possibly for the base model alone, sizes its slots by it."""
+    _PLAN["lora_rank"] = served_rank(lora_rank)
 MAX_MODEL_LEN = 4096
 """The engine's context: prompt + completion tokens (the rollouts' own limit is below it)."""
 
@@ -53,10 +81,11 @@ def available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def engine(base: str, dtype: str, seed: int, lora_rank: int = MAX_LORA_RANK, **overrides: Any) -> Any:
+def engine(base: str, dtype: str, seed: int, lora_rank: int | None = None, **overrides: Any) -> Any:
     """The process's vLLM engine for ``base`` (built on first use; the pass-rate filter, the rollouts and the
-    held-out evaluation share it): LoRA on, adapters of rank ``lora_rank`` at most."""
+    held-out evaluation share it): LoRA on, adapters of rank ``lora_rank`` at most (default: ``plan``'s)."""
     key = (str(base), dtype, seed)
+    lora_rank = served_rank(lora_rank) if lora_rank is not None else _PLAN["lora_rank"]
     if key not in _ENGINES:
         from vllm import LLM
 
@@ -86,9 +115,11 @@ def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, stops:
 
     base, rank = _base_and_rank(model)
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-    if rank > MAX_LORA_RANK:
-        raise ValueError(f"--generation-engine vllm serves LoRA ranks up to {MAX_LORA_RANK}; this adapter has {rank}")
-    llm = engine(base, dtype, seed)
+    llm = engine(base, dtype, seed, max(rank, _PLAN["lora_rank"]))
+    slot = llm.llm_engine.vllm_config.lora_config.max_lora_rank
+    if rank > slot:
+        raise ValueError(f"this process's vLLM engine serves LoRA ranks up to {slot}; this adapter has {rank} "
+                         "(vllm_engine.plan the largest rank before the first call)")
     greedy = not config.do_sample
     sampling = SamplingParams(
         n=1, temperature=0.0 if greedy else float(config.temperature or 1.0),

@@ -118,6 +118,10 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
             print(f"resuming from {Path(checkpoint).name} (step {start} of {p.max_steps})"
                   + (f"; {removed} records of later steps replaced as they are trained again" if removed else ""),
                   flush=True)
+    if p.generation_engine == "vllm":  # its engine, built by the first sampling call, serves this rank
+        from rust_rewards.eval import vllm_engine
+
+        vllm_engine.plan(max(p.lora_r, vllm_engine.adapter_rank(p.init_adapter) if p.init_adapter else 0))
     if p.stage == "grpo" and p.pass_rate_k:
         tasks = filter_tasks(p, tasks, verifier, processes)
         run = dataclasses.replace(run, n_tasks=len(tasks))
