@@ -86,15 +86,6 @@ def test_honest_variants_of_every_shipped_reference_keep_every_hidden_verdict(mo
     assert not lost, f"honest variants that lost hidden reward: {lost}"
 
 
-@pytest.mark.slow
-def test_every_shipped_hidden_test_is_judged_by_std_values():
-    counts = note_coverage([t.hidden_tests() for t in SHIPPED], VerifierConfig(), workers=2)
-    tests, judged = sum(c.tests for c in counts), sum(c.judged for c in counts)
-    print(f"{judged} of {tests} shipped hidden tests ({len(SHIPPED)} tasks) judged by std values")
-    not_judged = {t.task_id: c for t, c in zip(SHIPPED, counts, strict=True) if c.error or c.judged != c.tests}
-    assert not not_judged and tests > 800, not_judged
-
-
 HASH_REFERENCE = ("use std::collections::HashMap;\n\npub fn counts(words: &[&str]) -> HashMap<String, usize> {\n"
                   "    let mut out = HashMap::new();\n    for w in words {\n"
                   "        *out.entry(w.to_string()).or_insert(0) += 1;\n    }\n    out\n}\n")

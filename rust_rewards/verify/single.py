@@ -137,13 +137,13 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: in
     the next call runs it again)."""
     if not observable(hidden.reference):
         return None
-    key = (hidden, config.fingerprint())
+    own = replace(config, mode="cargo" if config.mode == "cargo" else "direct")
+    key = (hidden, own.fingerprint())  # batch mode's notes are direct mode's: one run serves both
     with _OBSERVED_LOCK:
         task_lock = _OBSERVING.setdefault(key, threading.Lock())
     with task_lock:  # one run per task: the other workers wait for it rather than repeat it
         if key in _OBSERVED:
             return _OBSERVED[key]
-        own = replace(config, mode="cargo" if config.mode == "cargo" else "direct")
         report, observed = _in_crate(hidden.reference, hidden, own, slot, task_facts(hidden.reference, hidden),
                                      note_runs=NOTE_RUNS)
         counts = report.hidden_tests
