@@ -247,8 +247,8 @@ def test_the_repository_copy_of_a_task_set_is_the_package_data(name):
 @pytest.mark.slow
 def test_every_shipped_hidden_test_is_judged_by_std_values():
     """Integrity V: every hidden test of the three sets compares std values (its notes), none left to a solution's
-    own ``==`` or ``Debug``. Here, after the references' own verification in this file: the reference runs that
-    note them are done once per process (``single.reference_observations``)."""
+    own ``==`` or ``Debug``. Here, after the ``todo!()`` stubs' verification in this file, which made the
+    reference runs that note them (once per process, ``single.reference_observations``)."""
     from rust_rewards.verify.config import VerifierConfig
     from rust_rewards.verify.coverage import note_coverage
 
@@ -258,4 +258,3 @@ def test_every_shipped_hidden_test_is_judged_by_std_values():
     print(f"{judged} of {tests} shipped hidden tests ({len(shipped)} tasks) judged by std values")
     not_judged = {t.task_id: c for t, c in zip(shipped, counts, strict=True) if c.error or c.judged != c.tests}
     assert not not_judged and tests > 800, not_judged
-
