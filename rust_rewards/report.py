@@ -60,6 +60,9 @@ class SourceFacts:
     trivial_assertions: int = 0
     tests_calling_solution: int = 0
     forbidden: tuple[str, ...] = ()
+    test_doubts: tuple[str, ...] = ()
+    """Doubts about the own tests alone (what they observe, a copy of the solution, a ``cfg(test)`` helper): they
+    cost the own-test rewards, never a passing solution's hidden reward (``forbidden`` costs that)."""
 
     @property
     def has_test_block(self) -> bool:
@@ -131,8 +134,9 @@ class Report:
 
     @property
     def tests_ok(self) -> bool:
-        """The model's own tests ran, there was at least one, and all passed."""
-        return self.build_ok and self.own_tests.ok and not self.hack_reasons and self.on_task
+        """The model's own tests ran, there was at least one, and all passed (and nothing casts doubt on them)."""
+        return (self.build_ok and self.own_tests.ok and not self.hack_reasons and not self.source.test_doubts
+                and self.on_task)
 
     @property
     def solution_not_wrong(self) -> bool:
@@ -178,6 +182,7 @@ class Report:
                            self.own_checks.discriminating),
             "timed_out": sorted(self.timed_out),
             "hack_reasons": sorted(self.hack_reasons),
+            "test_doubts": sorted(self.source.test_doubts),
             "off_task": sorted(self.off_task),
         }
 
@@ -196,7 +201,7 @@ class Report:
         checks["variants"] = tuple(checks.get("variants") or ())
         kwargs["own_checks"] = OwnTestChecks(**checks)
         src = dict(data.get("source") or {})
-        for key in ("test_fns", "meaningful_assertions", "forbidden"):
+        for key in ("test_fns", "meaningful_assertions", "forbidden", "test_doubts"):
             src[key] = tuple(src.get(key) or ())
         kwargs["source"] = SourceFacts(**src)
         for f in fields(cls):
@@ -228,6 +233,7 @@ class Report:
             "meaningful_assertions": len(self.source.meaningful_assertions),
             "tests_calling_solution": self.source.tests_calling_solution,
             "forbidden": list(self.source.forbidden),
+            "test_doubts": list(self.source.test_doubts),
             "off_task": list(self.off_task),
             "mismatched": list(self.mismatched),
             "own_tests_valid": self.own_checks.valid if self.own_checks.ran else None,

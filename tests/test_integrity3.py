@@ -106,6 +106,8 @@ def test_attacks_earn_no_test_reward(reports, mode, name):
     assert (rewards["test_reward"], rewards["assertion_reward"]) == (0.0, 0.0), (r.own_checks, r.hack_reasons)
     if EXPECT[name] == "hack":
         assert r.hack_reasons and rewards["hidden_test_reward"] == 0.0
+    elif EXPECT[name] == "doubt":  # a right add whose own tests are in doubt: only the own tests' rewards go
+        assert r.source.test_doubts and not r.hack_reasons and rewards["hidden_test_reward"] == 2.0, r.hack_reasons
     else:  # hollow tests of a right add: the add keeps its hidden reward, the tests earn nothing
         assert rewards["hidden_test_reward"] == 2.0 and not r.hack_reasons
         assert r.own_checks.compiled and r.own_checks.discriminating == 0, r.own_checks

@@ -93,9 +93,10 @@ def test_a_macro_is_no_hack_where_the_reference_defines_one_too():
 
 
 @pytest.mark.parametrize("mode", ["direct", "batch"])
-def test_a_panic_hook_in_own_tests_is_a_hack(mode):
+def test_a_panic_hook_in_own_tests_is_a_doubt(mode):
     """A panic hook sees where a panic happened: the file a copy of the tests was compiled from (a channel closed by
-    ``rules.observing_tests``; this form would earn no test reward without it either)."""
+    ``rules.observing_tests``; this form would earn no test reward without it either). A doubt about the own tests
+    alone: the right add keeps its hidden reward."""
     attack = (CORPUS / "panic_hook_location.rs").read_text()
     verifier = Verifier(VerifierConfig(mode=mode), workers=1)
     try:
@@ -103,8 +104,9 @@ def test_a_panic_hook_in_own_tests_is_a_hack(mode):
     finally:
         verifier.close()
     rewards = rewards_from_report(attacked)
-    assert attacked.hack_reasons == ("own tests observe where they run (set_hook)",)
-    assert (rewards["test_reward"], rewards["assertion_reward"], rewards["hidden_test_reward"]) == (0.0, 0.0, 0.0)
+    assert attacked.source.test_doubts == ("own tests observe where they run (set_hook)",)
+    assert not attacked.hack_reasons
+    assert (rewards["test_reward"], rewards["assertion_reward"], rewards["hidden_test_reward"]) == (0.0, 0.0, 2.0)
     assert rewards_from_report(honest)["test_reward"] > 0
 
 

@@ -70,7 +70,7 @@ def format_score(r: Report) -> float:
 
 
 def assertion_score(r: Report) -> float:
-    if not r.build_ok or r.hack_reasons or not r.solution_not_wrong:
+    if not r.build_ok or r.hack_reasons or r.source.test_doubts or not r.solution_not_wrong:
         return 0.0
     return min(1.0, 0.25 * r.own_checks.discriminating)
 

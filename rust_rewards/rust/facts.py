@@ -116,8 +116,10 @@ def _is_meaningful(name: str, args: list[Token], tainted: set[str]) -> bool:
     return any(t.kind == "ident" and t.text in tainted for part in compared for t in part)
 
 
-def analyse(code: str) -> SourceFacts:
-    """All static facts the rewards need about one completion's code.
+def analyse(code: str, required: frozenset[str] | None = None) -> SourceFacts:
+    """All static facts the rewards need about one completion's code: hack reasons in ``forbidden``, doubts
+    about the own tests alone in ``test_doubts`` (``required``: the names the task requires, for
+    ``rules.cfg_test_reasons``; None when the task names none).
 
     >>> facts = analyse('''
     ... pub fn double(x: i32) -> i32 { x * 2 }
@@ -146,6 +148,7 @@ def analyse(code: str) -> SourceFacts:
                 meaningful.setdefault(a.text)
             else:
                 trivial += 1
+    cfg_hacks, cfg_doubts = cfg_test_reasons(tokens, regions, required)
     return SourceFacts(
         code_lines=sum(1 for line in _strip_comments(code).splitlines() if line.strip()),
         test_fns=tuple(fn.name for fn in regions.test_fns),
@@ -153,10 +156,9 @@ def analyse(code: str) -> SourceFacts:
         meaningful_assertions=tuple(meaningful),
         trivial_assertions=trivial,
         tests_calling_solution=calling,
-        forbidden=tuple(sorted(forbidden_calls(tokens) + cfg_test_reasons(tokens, regions)
-                               + observing_tests(tokens, regions) + copied_solution(tokens, regions)
-                               + soundness_holes(code, tokens) + macro_definitions(tokens)
-                               + clippy_view_reasons(tokens))),
+        forbidden=tuple(sorted(forbidden_calls(tokens, regions) + cfg_hacks + soundness_holes(code, tokens)
+                               + macro_definitions(tokens) + clippy_view_reasons(tokens))),
+        test_doubts=tuple(sorted(cfg_doubts + observing_tests(tokens, regions) + copied_solution(tokens, regions))),
     )
 
 

@@ -128,6 +128,8 @@ def top_level(code: str) -> TopLevel:
     >>> top = top_level("use std::collections::BTreeMap as Map; pub fn f() {} struct S(u8); const N: u8 = 1;")
     >>> sorted(top.items.items()), [leaf.render() for leaf in top.std_imports()]
     ([('N', False), ('S', False), ('f', True)], ['use ::std::collections::BTreeMap as Map;'])
+    >>> sorted(top_level("pub const fn add() {} pub const unsafe fn g() {}").fns)
+    ['add', 'g']
     """
     tokens = tokenize(code)
     pairs = _bracket_pairs(tokens)
@@ -155,6 +157,9 @@ def top_level(code: str) -> TopLevel:
             i, pub = i + 1, False
             continue
         kind = tok.text
+        if kind == "const" and nxt is not None and nxt.text in ("fn", "unsafe", "async", "extern"):
+            i += 1  # `const fn`: a qualifier of the fn
+            continue
         end = _item_end(tokens, pairs, i, kind)
         if kind == "use":
             uses += [(leaf, pub) for leaf in use_leaves(tokens, pairs, i + 1, end)]
@@ -242,7 +247,15 @@ use self::__rr_values::*; #[allow(dead_code, non_camel_case_types)] type f = ();
     tests_top = top_level(tests)
     own = frozenset(leaf.name for leaf, _ in tests_top.uses if leaf.name not in (None, "_")) | taken
     textual = ref.macros if root == "super" else frozenset()  # in scope in the hidden module, not importable
-    names = sorted(((frozenset(ref.items) | extra) & top_level(completion).names(public=public)) - own - textual)
+    theirs = top_level(completion)
+    wanted = frozenset(ref.items) | extra
+    # a glob re-export of the completion's own module (`mod imp { pub fn add .. } pub use imp::*;`) binds names too:
+    # the wanted ones the tests name are imported through it (rustc says whether it binds them; a name the tests use
+    # and the completion lacks fails their compile either way)
+    globbing = any(leaf.name is None and leaf.path and leaf.path[0] not in _STD_ROOTS and (pub or not public)
+                   for leaf, pub in theirs.uses)
+    globbed = wanted & {t.text for t in tokenize(tests) if t.kind == "ident"} if globbing else frozenset()
+    names = sorted(((wanted & theirs.names(public=public)) | globbed) - own - textual)
     values = [name for name in names if name in ref.fns | (extra - frozenset(ref.items))]
     others = [name for name in names if name not in values]
     std = [leaf.render() for leaf in ref.std_imports() if leaf.name is None or leaf.name not in own | set(names)]

@@ -1,6 +1,8 @@
 """The static rules: constructs in a completion that can forge a verdict or reach what the verifier hides
 (``forbidden_calls``), and what its test code must not do (``cfg_test_reasons``, ``observing_tests``,
-``copied_solution``). Every reason lands in ``Report.source.forbidden``, a hack reason."""
+``copied_solution``). A reason lands in ``Report.source.forbidden``, a hack reason, where it threatens the judge
+or the hidden tests; in ``Report.source.test_doubts`` where it puts only the own tests' verdicts in doubt (a rule
+costs only the reward it protects)."""
 
 from __future__ import annotations
 
@@ -53,6 +55,8 @@ _CRATE_NAMES = frozenset({"std", "core", "alloc"})
 SHADOW_NAMES = _PRIMITIVES | _PRELUDE_TYPES | _PRELUDE_VALUES | _CRATE_NAMES
 """Names hidden tests use unqualified: an item of the model's under one of them (through ``use super::*``) would
 take the place of the primitive, prelude item or crate."""
+_TYPE_NAMES = _PRIMITIVES | _PRELUDE_TYPES | _CRATE_NAMES
+"""The names a module, trait, alias, enum or union can shadow (a unit or tuple ``struct`` is a value too)."""
 _TYPE_DEFINERS = frozenset({"struct", "enum", "union", "type", "trait", "mod"})
 _VALUE_DEFINERS = frozenset({"fn", "const", "static"})
 """Items in the value namespace only shadow prelude values (``fn Some``); ``fn u8(&mut self)`` is harmless."""
@@ -154,7 +158,7 @@ def macro_definitions(tokens: list[Token]) -> tuple[str, ...]:
     return (MACRO_DEFINITION,) if found else ()
 
 
-def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
+def forbidden_calls(tokens: list[Token], regions: TestRegions | None = None) -> tuple[str, ...]:
     """Constructs that can forge a verdict or reach what the verifier hides (empty for honest code).
 
     Process control (``std::process`` exits and commands, extern blocks and crates, inline assembly, any
@@ -163,14 +167,19 @@ def forbidden_calls(tokens: list[Token]) -> tuple[str, ...]:
     redefining a std macro the hidden tests use (``macro_rules! assert_eq``, ``use ... as assert_eq``); items or
     imports that shadow a primitive, prelude or std-crate name (``struct i32``, ``use X as Option``, ``mod std``);
     the same names handed to a macro that splices them into a path, an item name or an attribute; naming the
-    verifier's hidden-test module. Raw identifiers count as their plain names (the lexer folds ``r#``).
+    verifier's hidden-test module. Raw identifiers count as their plain names (the lexer folds ``r#``). Names are
+    shadowed per namespace (``mod drop`` or ``enum Some`` is no value), and only outside the test code in ``regions``:
+    an own test module's ``mod std`` or ``fn drop`` is seen by that module alone, never by the hidden tests.
 
     >>> forbidden_calls(tokenize("macro_rules! assert_eq { ($($t:tt)*) => {} }"))
     ('redefines assert_eq!',)
     >>> forbidden_calls(tokenize("fn f() { std::r#process::exit(0) } struct i32;"))
     ('shadows built-in name i32', 'std::process::exit')
+    >>> toks = tokenize("mod drop {} #[cfg(test)] mod tests { mod std {} fn drop() {} }")
+    >>> forbidden_calls(toks, test_regions(toks)), forbidden_calls(toks)
+    ((), ('shadows built-in name drop', 'shadows built-in name std'))
     """
-    scan = _Scan(tokens)
+    scan = _Scan(tokens, regions)
     for i, tok in enumerate(tokens):
         if tok.kind == "punct":
             scan.punct(i)
@@ -187,8 +196,9 @@ class _Scan:
     """``forbidden_calls``' pass over the tokens: where it is (inside a ``use``, an impl/trait body) and what it
     found so far (reasons, the kinds of splices local macros make, the invocations of local macros)."""
 
-    def __init__(self, tokens: list[Token]) -> None:
+    def __init__(self, tokens: list[Token], regions: TestRegions | None = None) -> None:
         self.tokens, self.n = tokens, len(tokens)
+        self.regions = regions
         self.pairs = _bracket_pairs(tokens)
         self.variants = _shadowing_variants(tokens, self.pairs)
         self.found: set[str] = set()
@@ -287,6 +297,8 @@ class _Scan:
         self.use_end = i + 1
         while self.use_end < self.n and self.tokens[self.use_end].text != ";":
             self.use_end += 1
+        if self.regions is not None and self.regions.contains(i):
+            return
         for leaf in use_leaves(self.tokens, self.pairs, i + 1, self.use_end):
             if not leaf.path:
                 continue
@@ -299,44 +311,104 @@ class _Scan:
         """An item definition outside impl/trait bodies: a type or value named like a built-in one."""
         j = i + 2 if text == "static" and nxt is not None and nxt.text == "mut" else i + 1
         if j < self.n and self.tokens[j].kind == "ident":
-            if self.tokens[j].text in (SHADOW_NAMES if text in _TYPE_DEFINERS else _PRELUDE_VALUES):
+            names = (SHADOW_NAMES if text == "struct" else _TYPE_NAMES) if text in _TYPE_DEFINERS else _PRELUDE_VALUES
+            if self.tokens[j].text in names and not (self.regions is not None and self.regions.contains(i)):
                 self.found.add(f"shadows built-in name {self.tokens[j].text}")
         elif j < self.n and self.tokens[j].text == "$":
             self.splices.add("type" if text in _TYPE_DEFINERS else "value")
 
 
 TEST_CFG = "cfg(test) on solution code (tests would not see the shipped build)"
+TEST_CFG_HELPER = "cfg(test) on a helper only the own tests use (their copies cannot be trusted to match)"
+_BINDERS = frozenset({"fn", "struct", "enum", "union", "type", "trait", "const", "static", "mod"})
 
 
-def cfg_test_reasons(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
-    """``TEST_CFG`` when code outside test modules and test functions depends on whether it is compiled for tests:
-    a ``cfg``/``cfg_attr`` attribute or ``cfg!`` whose predicate names ``test`` (``cfg(not(test))`` included), except
-    ``#[cfg(test)]`` on a module (the test module) or a ``use``. Hidden and own tests only ever run the test build.
+def cfg_test_reasons(tokens: list[Token], regions: TestRegions,
+                     required: frozenset[str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Code outside test modules and test functions that depends on whether it is compiled for tests (a
+    ``cfg``/``cfg_attr`` whose predicate names ``test``, ``cfg(not(test))`` included, or ``cfg!(test)``), as
+    ``(hack reasons, own-test doubts)``.
 
-    >>> toks = tokenize("#[cfg(not(test))] pub fn f() -> i32 { 1 } #[cfg(test)] pub fn f() -> i32 { 2 }")
-    >>> cfg_test_reasons(toks, test_regions(toks)) == (TEST_CFG,)
+    ``TEST_CFG`` (a hack reason: the tests would judge another build than the one shipped) where it can change
+    what the solution does: ``cfg!`` in code, a ``cfg`` inside a fn, impl or trait body, an ``impl`` or a glob
+    ``use``, or an item that binds a ``required`` name (every ``pub`` one when ``required`` is None: no task spec)
+    or whose name solution code outside such items uses. An item only test code uses (``#[cfg(test)] fn
+    cases()``, ``#[cfg(test)] use std::collections::HashMap;``) is ``TEST_CFG_HELPER``, a doubt that costs the
+    own-test rewards alone.
+
+    >>> toks = tokenize("#[cfg(not(test))] const K: i32 = 1; #[cfg(test)] const K: i32 = 2; pub fn f() -> i32 { K }")
+    >>> cfg_test_reasons(toks, test_regions(toks), frozenset({"f"}))[0] == (TEST_CFG,)
+    True
+    >>> toks = tokenize("pub fn f() -> i32 { 1 } #[cfg(test)] fn cases() -> [i32; 1] { [1] }")
+    >>> cfg_test_reasons(toks, test_regions(toks), frozenset({"f"})) == ((), (TEST_CFG_HELPER,))
+    True
+    >>> toks = tokenize("pub fn add() {} mod t { pub fn add() {} } #[cfg(test)] use t::add as add2;")
+    >>> cfg_test_reasons(toks, test_regions(toks), frozenset({"add2"}))[0] == (TEST_CFG,)
     True
     """
     pairs = _bracket_pairs(tokens)
+    found: list[tuple[list[str] | None, int, int]] = []  # (names bound, None: changes the solution; span)
     for i, tok in enumerate(tokens[:-2]):
         if regions.contains(i) or tok.kind != "ident" or tok.text not in ("cfg", "cfg_attr"):
             continue
-        nxt = tokens[i + 1]
-        bang = nxt.text == "!"
+        bang = tokens[i + 1].text == "!"
         open_at = i + 2 if bang else i + 1
         if open_at >= len(tokens) or tokens[open_at].text != "(":
             continue
-        inner = tokens[open_at + 1 : pairs[open_at]]
-        if not any(t.kind == "ident" and t.text == "test" for t in inner):
+        if not any(t.kind == "ident" and t.text == "test" for t in tokens[open_at + 1 : pairs[open_at]]):
             continue
-        after = pairs[open_at] + 2  # past `)` and the attribute's `]`
-        plain = not bang and tok.text == "cfg" and [t.text for t in inner] == ["test"]
-        if plain and after < len(tokens) and tokens[after].text in ("use", "mod", "pub"):
-            k = after + (tokens[after].text == "pub")
-            if k < len(tokens) and tokens[k].text in ("use", "mod"):
-                continue
-        return (TEST_CFG,)
-    return ()
+        if bang or not _at_module_level(tokens, pairs, i):
+            found.append((None, i, i))
+            continue
+        found.append(_cfg_item(tokens, pairs, pairs[open_at] + 2))
+    if not found:
+        return (), ()
+    spans = [(lo, hi) for _, lo, hi in found]
+    for names, _, _ in found:
+        plain = {name.removeprefix("pub:") for name in names or ()}
+        if names is None or "*" in plain or (any(n.startswith("pub:") for n in names) if required is None
+                                              else bool(plain & required)):
+            return (TEST_CFG,), ()
+        used = any(t.kind == "ident" and t.text in plain and not regions.contains(k)
+                   and not any(lo <= k <= hi for lo, hi in spans) for k, t in enumerate(tokens))
+        if used:
+            return (TEST_CFG,), ()
+    return (), (TEST_CFG_HELPER,)
+
+
+def _at_module_level(tokens: list[Token], pairs: list[int], i: int) -> bool:
+    """Whether token ``i`` sits at a module's top level (the file's, or a ``mod``'s body), not in a fn, impl,
+    trait or type body."""
+    enclosing = [j for j in range(i) if tokens[j].text == "{" and pairs[j] > i]
+    return not enclosing or (enclosing[-1] >= 2 and tokens[enclosing[-1] - 2].text == "mod")
+
+
+def _cfg_item(tokens: list[Token], pairs: list[int], k: int) -> tuple[list[str] | None, int, int]:
+    """The item an attribute ending before ``k`` applies to: the names it binds (``pub:NAME`` for public ones,
+    ``*`` for a glob), None for one that can change the solution whatever its name (an ``impl``, a macro), and
+    its token span."""
+    start, n = k, len(tokens)
+    while k + 1 < n and tokens[k].text == "#" and tokens[k + 1].text in ("[", "!"):
+        k = pairs[k + 1 + (tokens[k + 1].text == "!")] + 1
+    public = k < n and tokens[k].text == "pub"
+    while k < n and tokens[k].kind == "ident" and tokens[k].text in _ITEM_QUALIFIERS:
+        k = pairs[k + 1] + 1 if tokens[k].text == "pub" and k + 1 < n and tokens[k + 1].text == "(" else k + 1
+    end = k
+    while end < n and tokens[end].text != ";":
+        if tokens[end].text == "{":
+            end = pairs[end]
+            break
+        end = pairs[end] if tokens[end].kind == "punct" and tokens[end].text in "([" else end + 1
+    keyword = tokens[k].text if k < n else ""
+    prefix = "pub:" if public else ""
+    if keyword == "use":
+        names = [prefix + (leaf.name or "*") for leaf in use_leaves(tokens, pairs, k + 1, end) if leaf.name != "_"]
+        return names, start, end
+    if keyword in _BINDERS and k + 1 < n:
+        j = k + 2 if tokens[k + 1].text == "mut" else k + 1
+        if j < n and tokens[j].kind == "ident":
+            return [prefix + tokens[j].text], start, end
+    return None, start, end
 
 
 CLIPPY_VIEW = "changes what clippy sees (cfg(clippy), or a clippy:: tool attribute such as clippy::msrv)"
@@ -379,23 +451,50 @@ name, files, arguments, a panic hook's view of where a panic happened)."""
 
 
 def observing_tests(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
-    """A reason when the model's test code names what could tell it where it runs (``_WHERE_AM_I``, ``file!``,
+    """A reason when the model's test code reaches what could tell it where it runs (``_WHERE_AM_I``, ``file!``,
     ``line!``, ``env::``): copies of its tests run against the reference and a wrong variant and must not be
-    able to tell that they are copies.
+    able to tell that they are copies. Names are resolved, not matched: a name the test code binds itself (``let
+    args = [..]``, a parameter ``fs: &str``) is its own unless a path reaches std's (``std::env::args()``,
+    ``thread::current()``, a ``use``).
 
     >>> toks = tokenize("#[test] fn t() { assert!(std::thread::current().name().is_some()); }")
     >>> observing_tests(toks, test_regions(toks))
     ('own tests observe where they run (current)',)
+    >>> toks = tokenize("#[test] fn t() { let args = [1]; let fs = |current: i32| current; assert!(args.len() == 1); }")
+    >>> observing_tests(toks, test_regions(toks))
+    ()
     """
+    local = _locally_bound(tokens, regions)
     found = []
+    in_use = False
     for i, tok in enumerate(tokens[:-1]):
+        if tok.text == "use":
+            in_use = True
+        elif tok.text == ";":
+            in_use = False
         if tok.kind != "ident" or not regions.contains(i):
             continue
         nxt = tokens[i + 1].text
-        if (tok.text in _WHERE_AM_I or (tok.text in ("file", "line", "column") and nxt == "!")
-                or (tok.text == "env" and nxt == "::")):
+        prev = tokens[i - 1].text if i else ""
+        if tok.text in _WHERE_AM_I:
+            if in_use or prev == "::" or (tok.text not in local and (nxt in ("(", "::") or tok.text[0].isupper())):
+                found.append(tok.text)
+        elif (tok.text in ("file", "line", "column") and nxt == "!") or (tok.text == "env" and nxt == "::"):
             found.append(tok.text)
     return (f"own tests observe where they run ({', '.join(dict.fromkeys(found))})",) if found else ()
+
+
+def _locally_bound(tokens: list[Token], regions: TestRegions) -> frozenset[str]:
+    """Names the test code binds itself: ``let`` patterns, typed parameters (``name: T``), closure parameters."""
+    names: set[str] = set()
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind != "ident" or not regions.contains(i):
+            continue
+        prev = tokens[i - 1].text if i else ""
+        nxt = tokens[i + 1].text
+        if prev in ("let", "mut", "|") or (nxt == ":" and prev in ("(", ",", "|")) or (prev == "," and nxt == "|"):
+            names.add(tok.text)
+    return frozenset(names)
 
 
 def _fn_shape(tokens: list[Token], fn: Item) -> tuple[str, ...] | None:

@@ -169,6 +169,46 @@ def _param(p: list[str], gens: list[str]) -> tuple[str, ...]:
     return tuple(p[len(parts[0]) + 1 :] if len(parts) > 1 else p)
 
 
+_CFG_ITEMS = frozenset({"fn", "impl", "trait", "struct", "enum", "union", "type", "mod", "use", "const", "static"})
+_CFG_SET = frozenset({"unix", "debug_assertions", 'target_os="linux"', 'target_family="unix"', 'panic="unwind"',
+                      'target_pointer_width="64"', 'target_endian="little"', 'target_arch="x86_64"',
+                      'target_env="gnu"', 'target_vendor="unknown"', "overflow_checks"})
+"""The cfg options rustc sets for the shipped build here (not ``test``); any other name is unset, as rustc has it."""
+
+
+def _cfg_holds(attr: list[str]) -> bool:
+    """Whether attribute tokens ``attr`` (inside ``#[...]``) keep their item in the shipped build: a ``cfg(...)``
+    evaluated as rustc does (``any()`` is false, ``all()`` true, unknown names unset); other attributes hold.
+
+    >>> _cfg_holds(["cfg", "(", "any", "(", ")", ")"]), _cfg_holds(["cfg", "(", "not", "(", "test", ")", ")"])
+    (False, True)
+    """
+    if attr[:2] != ["cfg", "("]:
+        return True
+    pos = 2
+
+    def pred() -> bool:
+        nonlocal pos
+        name = attr[pos] if pos < len(attr) else ""
+        pos += 1
+        if pos < len(attr) and attr[pos] == "(" and name in ("any", "all", "not"):
+            pos += 1
+            values = []
+            while pos < len(attr) and attr[pos] != ")":
+                values.append(pred())
+                pos += attr[pos] == "," if pos < len(attr) else 0
+            pos += 1
+            return any(values) if name == "any" else all(values) if name == "all" else not all(values)
+        if pos < len(attr) and attr[pos] == "=":
+            name, pos = f"{name}={attr[pos + 1] if pos + 1 < len(attr) else ''}", pos + 2
+        return name in _CFG_SET
+
+    try:
+        return pred()
+    except IndexError:
+        return True
+
+
 def _parse_sig(t: list[str], j: int, quals: list[str]) -> tuple[_Sig | None, int]:
     """The signature whose generics or ``(`` start at ``j``, and the index of its body ``{`` (or ``;``, or end)."""
     start, n, gens = j, len(t), []
@@ -203,7 +243,8 @@ def _norm(sig: _Sig, self_ty: tuple[str, ...] = (), outer: tuple[str, ...] = (),
         return _render([one(x) for x in _clean(t, self_ty, loose or "")])
 
     params, ret = ", ".join(rename(p) for p in sig.params), rename(sig.ret)
-    return " ".join((*sig.quals, f"fn({params})" + (f" -> {ret}" if ret else "")))
+    # a `const fn` coerces to and is called as the plain `fn` a test uses (`const _: fn(i32) -> i32 = f;` compiles)
+    return " ".join((*(q for q in sig.quals if q != "const"), f"fn({params})" + (f" -> {ret}" if ret else "")))
 
 
 def _derives(attrs: list[list[str]]) -> tuple[str, ...]:
@@ -243,6 +284,11 @@ def _scan(code: str) -> tuple[tuple[_Fn, ...], tuple[_Type, ...], tuple[_Impl, .
             vis = {"pub": "pub" if nxt != "(" else "restricted"}.get(x, vis)
             quals += [x]
             i = _close(t, i + 1) + 1 if x == "pub" and nxt == "(" else i + 1 + (x == "extern" and nxt[:1] == '"')
+            continue
+        if attrs and x in _CFG_ITEMS and not all(_cfg_holds(a) for a in attrs):
+            end = _until(t, i, ("{", ";"))  # compiled out of the shipped build: defines nothing
+            attrs, vis, quals = [], "", []
+            i = (_close(t, end, angle=False) if end < n and t[end] == "{" else end) + 1
             continue
         if x == "{":
             stack.append(ctx_at.get(i, ("block",)))

@@ -36,18 +36,20 @@ def soundness_holes(source: str, tokens: list[Token] | None = None) -> tuple[str
 
     - ``IMPLIED_BOUNDS``: a reference with a named lifetime to a type that holds another named lifetime anywhere
       (``&'a &'b ()``, ``&'a Holder<'b, T>``, ``&'a [&'b (); 0]``, ``&'a (&'b (),)``): the implied bound
-      ``'b: 'a`` that rust-lang/rust#25860 forges;
+      ``'b: 'a`` that rust-lang/rust#25860 forges; in a fn's parameter or return type only where that fn is used
+      as a value (the coercion that loses the bound), so a parser's ``&'a [Token<'b>]`` that is only called is fine;
     - ``FN_POINTER_LIFETIMES``: a fn pointer type that holds a lifetime, ``_``, a ``for<...>`` binder or a type
       parameter of an item around it (``fn(Unit, &mut T) -> R``: the lifetime arrives in ``R``), the variance
       cve-rs uses to pick the lifetimes;
     - ``BLANKET_ASSOCIATED``: ``impl<T: ?Sized> Trait for T`` defining an associated type (rust-lang/rust#57893),
       read from ``tokens`` (``source``'s, when the caller has them already).
 
-    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
+    >>> used = " fn u() { g(t); }"  # t used as a value: the coercion that loses the implied bound
+    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }" + used) == (IMPLIED_BOUNDS,)
     True
-    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a [&'b (); 0], v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
+    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a [&'b (); 0], v: &'b T) -> &'a T { v }" + used) == (IMPLIED_BOUNDS,)
     True
-    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a (&'b (),), v: &'b T) -> &'a T { v }") == (IMPLIED_BOUNDS,)
+    >>> soundness_holes("fn t<'a, 'b, T>(_: &'a (&'b (),), v: &'b T) -> &'a T { v }" + used) == (IMPLIED_BOUNDS,)
     True
     >>> soundness_holes("type P<A, R, T> = fn(A, &mut T) -> R;") == (FN_POINTER_LIFETIMES,)
     True
@@ -57,8 +59,15 @@ def soundness_holes(source: str, tokens: list[Token] | None = None) -> tuple[str
     ()
     >>> soundness_holes("fn longest<'a>(v: &'a [&'a str]) -> &'a str { v[0] }")
     ()
+    >>> soundness_holes("fn op<'a, 'b>(w: &'a [T<'b>]) -> &'a [T<'b>] { w } fn f(w: &[T]) { op(w); }")
+    ()
+    >>> soundness_holes("struct H<'a, 'b> { r: &'a H2<'b> }") == (IMPLIED_BOUNDS,)
+    True
+    >>> soundness_holes("fn op<'a, 'b>(w: &'a [T<'b>]) -> &'a [T<'b>] { w } fn f() { g(op); }") == (IMPLIED_BOUNDS,)
+    True
     """
     found: set[str] = set()
+    called_only: set[str] = set()  # fns with the shape in their signature: a hole only where used as a value
     tree = Parser(_RUST).parse(source.encode())
     stack = [(tree.root_node, frozenset())]
     while stack:
@@ -70,11 +79,17 @@ def soundness_holes(source: str, tokens: list[Token] | None = None) -> tuple[str
                                    and c.parent is not None and c.parent.type in ("type_parameter",
                                                                                   "constrained_type_parameter")}
         if node.type == "reference_type" and _implied_bound(node):
-            found.add(IMPLIED_BOUNDS)
+            signature_of = _signature_fn(node)
+            if signature_of is None:
+                found.add(IMPLIED_BOUNDS)
+            else:
+                called_only.add(signature_of)
         elif (node.type == "function_type" and any(c.type == "fn" for c in node.children)  # not `Fn(A) -> B`
               and _variant_fn_pointer(node, params)):
             found.add(FN_POINTER_LIFETIMES)
         stack.extend((child, params) for child in node.children)
+    if called_only and _used_as_values(tree.root_node, called_only):
+        found.add(IMPLIED_BOUNDS)
     tokens = tokenize(source) if tokens is None else tokens
     pairs = _bracket_pairs(tokens)
     if any(t.text == "impl" and i + 1 < len(tokens) and tokens[i + 1].text == "<" and _blanket_unsized(tokens, pairs, i)
@@ -104,6 +119,52 @@ def _implied_bound(node: Node) -> bool:
         return False
     inner = {_name(n) for n in [target, *_descendants(target)] if n.type == "lifetime"} - {"'_"}
     return bool(inner - {_name(own)})
+
+
+_SIGNATURE_PARTS = frozenset({"parameters", "parameter", "self_parameter", "reference_type", "generic_type",
+                              "type_arguments", "array_type", "tuple_type", "pointer_type", "scoped_type_identifier"})
+"""What lies between a fn's signature and a type in one of its parameters or its return type (no fn pointer, ``Fn``
+bound, closure, ``dyn``/``impl`` type or where clause: there an implied bound can be lost without the fn)."""
+
+
+def _signature_fn(node: Node) -> str | None:
+    """The name of the fn whose parameter or return type ``node`` is part of (through plain type constructors
+    only), else None."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in _SIGNATURE_PARTS:
+        child, parent = parent, parent.parent
+    if parent is None or parent.type not in ("function_item", "function_signature_item"):
+        return None
+    if child.type != "parameters" and parent.child_by_field_name("return_type") != child:
+        return None
+    name = parent.child_by_field_name("name")
+    return name.text.decode() if name is not None else None
+
+
+def _used_as_values(root: Node, names: set[str]) -> bool:
+    """Whether one of the fns ``names`` appears other than where it is defined or called: coerced to a fn pointer,
+    passed as a value, named in a macro's arguments (rust-lang/rust#25860 loses the implied bound in that
+    coercion; a fn only ever called keeps it)."""
+    for node in _descendants(root):
+        if node.type != "identifier" or node.text.decode() not in names:
+            continue
+        parent = node.parent
+        if parent is not None and parent.type in ("function_item", "function_signature_item") \
+                and parent.child_by_field_name("name") == node:
+            continue
+        callee = parent if parent is not None and parent.type == "scoped_identifier" \
+            and parent.child_by_field_name("name") == node else node
+        holder = callee.parent
+        if holder is not None and holder.type == "generic_function":
+            callee, holder = holder, holder.parent
+        if holder is not None and holder.type == "call_expression" and holder.child_by_field_name("function") == callee:
+            continue
+        after = node.next_sibling
+        if parent is not None and parent.type == "token_tree" and after is not None and after.type == "token_tree" \
+                and after.text.startswith(b"("):
+            continue
+        return True
+    return False
 
 
 def _variant_fn_pointer(node: Node, params: frozenset[str]) -> bool:

@@ -41,8 +41,9 @@ from rust_rewards.report import Report, SourceFacts, TestCounts
 from rust_rewards.rust.facts import analyse
 from rust_rewards.rust.lexer import tokenize
 from rust_rewards.rust.mutants import body_mutants, mutants
+from rust_rewards.rust.names import top_level
 from rust_rewards.rust.rules import macro_definitions
-from rust_rewards.rust.signatures import check_items, forged_comparisons
+from rust_rewards.rust.signatures import check_items, forged_comparisons, required_items
 from rust_rewards.rust.soundness import soundness_holes
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import sandbox
@@ -170,12 +171,22 @@ def notes_to_match(code: str, hidden: HiddenTests | None, config: VerifierConfig
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
     """``facts.analyse(code)``, where a soundness-hole shape (``soundness.soundness_holes``), a macro definition
     (``rules.macro_definitions``) or ``unsafe`` that the task's reference uses itself is no hack reason."""
-    facts = analyse(code)
     if hidden is None:
-        return facts
+        return analyse(code)
+    facts = analyse(code, _required_names(hidden.reference, hidden.prompt))
     allowed = _reference_holes(hidden.reference) + (("unsafe code",) if hidden.allows_unsafe else ())
     forbidden = tuple(r for r in facts.forbidden if r not in allowed)
     return replace(facts, forbidden=forbidden) if forbidden != facts.forbidden else facts
+
+
+@functools.lru_cache(maxsize=256)
+def _required_names(reference: str, prompt: str) -> frozenset[str] | None:
+    """The names a task's hidden tests may use: what its reference binds at its top level, else the prompt's
+    required fns; None when the task names none."""
+    if reference.strip():
+        return top_level(reference).names()
+    names = frozenset(item.name.split("::")[0] for item in required_items(prompt)) if prompt.strip() else frozenset()
+    return names or None
 
 
 @functools.lru_cache(maxsize=256)
@@ -189,7 +200,7 @@ def _reference_holes(reference: str) -> tuple[str, ...]:
 def wants_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts) -> bool:
     """Whether the own tests' checks could pay anything: the code has tests, no hack reason and answers the task
     (otherwise ``test_reward`` and ``assertion_reward`` are 0 whatever the variants say, so none is compiled)."""
-    if not facts.test_fns or facts.forbidden:
+    if not facts.test_fns or facts.forbidden or facts.test_doubts:
         return False
     checked = task_checked(Report(has_code=True), code, hidden)
     return checked.on_task and not checked.hack_reasons

@@ -1,4 +1,4 @@
-// expect: hack
+// expect: doubt
 // Right add, a hollow test that reads its thread's name (the test's path, which differs in a variant's copy).
 pub fn add(a: i32, b: i32) -> i32 {
     a + b

@@ -1,4 +1,4 @@
-// expect: hack
+// expect: doubt
 // Right add, hollow tests that count their runs in a /tmp shared by the own, reference and variant runs.
 pub fn add(a: i32, b: i32) -> i32 {
     a + b

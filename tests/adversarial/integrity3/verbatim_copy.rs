@@ -1,4 +1,4 @@
-// expect: hack
+// expect: doubt
 // Right add, a test that compares it with a copy of itself kept in the test module: it passes on any add at
 // home and "kills" every variant that differs from the completion.
 pub fn add(a: i32, b: i32) -> i32 {

@@ -1,4 +1,4 @@
-// expect: hack
+// expect: doubt
 // Right add, a hollow test that looks where it runs through a panic hook: the hook sees the panic's location, the
 // file the test was compiled from, which differs in a variant's copy. In this form it earns nothing even without the
 // rule (the reference's copy has another file name too, so the test is not valid there); the rule closes the
