@@ -484,3 +484,40 @@ def forged_comparisons(code: str) -> tuple[str, ...]:
         f"implements {im.trait}<{im.shown}> for its own type {im.base}" for im in impls
         if im.trait in ("PartialEq", "PartialOrd") and im.base in own
         and re.sub(r"&|mut\b|\s", "", im.args) not in ("", "Self", im.base)))
+
+
+def shadowing_methods(code: str, reference: str, tests: str) -> tuple[str, ...]:
+    """Methods ``code`` adds to the task's API that take over a method call of the hidden ``tests``: a method of a
+    required trait the reference's trait does not declare, or an inherent method of a required type the
+    reference's type does not have, named like a method the tests call (``x.name(``). Method resolution picks an
+    inherent method, or a by-value trait method in scope, before std's (``Fib::new().count()`` would call the
+    completion's ``count``, not ``Iterator::count``; a required trait's ``is_empty(self)`` for ``Vec<String>`` would
+    answer ``describe_all(..).is_empty()``).
+
+    >>> ref = "pub struct Fib(u64); impl Iterator for Fib { type Item = u64; fn next(&mut self) -> Option<u64> { N } }"
+    >>> tests = "assert_eq!(Fib(0).count(), 5);"
+    >>> shadowing_methods(ref + " impl Fib { pub fn count(self) -> usize { 5 } }", ref, tests)
+    ("Fib::count: not the task's, takes over the hidden tests' `.count()`",)
+    >>> shadowing_methods(ref + " impl Fib { pub fn peek(&self) -> u64 { 0 } }", ref, tests)
+    ()
+    """
+    if not reference.strip():
+        return ()
+    toks = tokenize(tests)
+    called = {toks[i + 1].text for i in range(len(toks) - 2)
+              if toks[i].text == "." and toks[i + 1].kind == "ident" and toks[i + 2].text in ("(", "::")}
+    if not called:
+        return ()
+    ref_fns, ref_types, _, _ = _scan(reference)
+    try:
+        fns = _scan(code)[0]
+    except Exception:
+        return ()
+    traits = {ty.name for ty in ref_types if ty.kind == "trait"}
+    types = {ty.name for ty in ref_types if ty.kind != "trait"}
+    known = {(f.kind, f.owner, f.name) for f in ref_fns}
+    found = [f"{f.owner}::{f.name}: not the task's, takes over the hidden tests' `.{f.name}()`"
+             for f in fns if f.name in called and (f.kind, f.owner, f.name) not in known
+             and ((f.kind == "trait" and f.owner in traits) or (f.kind == "inherent" and f.owner in types))]
+    return tuple(dict.fromkeys(found))
+

@@ -43,7 +43,7 @@ from rust_rewards.rust.lexer import tokenize
 from rust_rewards.rust.mutants import body_mutants, mutants
 from rust_rewards.rust.names import top_level
 from rust_rewards.rust.rules import macro_definitions
-from rust_rewards.rust.signatures import check_items, forged_comparisons, required_items
+from rust_rewards.rust.signatures import check_items, forged_comparisons, required_items, shadowing_methods
 from rust_rewards.rust.soundness import soundness_holes
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify import sandbox
@@ -216,7 +216,9 @@ def task_checked(report: Report, code: str, hidden: HiddenTests | None) -> Repor
     if not spec.strip():
         return replace(report, mismatched=forged_comparisons(code))
     found = _check_items(code, spec)
-    return replace(report, off_task=found.missing, mismatched=found.mismatched)
+    tests = "\n".join([hidden.text, *(text for rel, text in hidden.extra_files if rel.endswith(".rs"))])
+    takeovers = _shadowing_methods(code, hidden.reference, tests)
+    return replace(report, off_task=found.missing, mismatched=found.mismatched + takeovers)
 
 
 def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig,
@@ -233,6 +235,7 @@ def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig,
 
 
 _check_items = functools.lru_cache(maxsize=4096)(check_items)
+_shadowing_methods = functools.lru_cache(maxsize=4096)(shadowing_methods)
 
 
 _WRONG: dict[tuple[HiddenTests, str], str | None] = {}
