@@ -85,6 +85,9 @@ class OwnTestChecks:
     valid: int = 0
     discriminating: int = 0
     ran: bool = True
+    dropped: int = 0
+    """Own tests that passed but do not compile against a variant (a test of an extra method): left out of the
+    checks, each on its own, without costing their neighbours."""
 
 
 @dataclass(frozen=True)
@@ -149,8 +152,8 @@ class Report:
         the solution passes the hidden tests (a wrong solution earns nothing for its tests): what
         ``test_reward`` pays for."""
         c = self.own_checks
-        return (self.tests_ok and c.compiled and c.valid == self.own_tests.passed and c.discriminating >= 1
-                and self.solution_not_wrong)
+        return (self.tests_ok and c.compiled and c.valid + c.dropped == self.own_tests.passed
+                and c.discriminating >= 1 and self.solution_not_wrong)
 
     @property
     def hidden_fraction(self) -> float:
@@ -179,7 +182,7 @@ class Report:
             "hidden_tests": None if self.hidden_tests is None else (
                 self.hidden_tests.passed, self.hidden_tests.failed, self.hidden_tests.summary_seen),
             "own_checks": (self.own_checks.compiled, self.own_checks.ran, self.own_checks.valid,
-                           self.own_checks.discriminating),
+                           self.own_checks.discriminating, self.own_checks.dropped),
             "timed_out": sorted(self.timed_out),
             "hack_reasons": sorted(self.hack_reasons),
             "test_doubts": sorted(self.source.test_doubts),

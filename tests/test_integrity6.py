@@ -2,7 +2,8 @@
 
 ``tests/adversarial/integrity6`` against the ``add`` task (reference and unit-shaped hidden tests of
 ``tests/adversarial/forgery``), real cargo, direct and batch mode. Each file's first line says what it is:
-``honest`` (a right add written another way: every reward), ``doubt`` (a right add whose own tests are in doubt:
+``honest`` (a right add written another way: every reward), ``hollow`` (a right add whose own tests check nothing:
+no test or assertion reward), ``doubt`` (a right add whose own tests are in doubt:
 the hidden reward stays, the own tests' rewards go), ``hack`` (no hidden, test or assertion reward),
 ``off_task`` (an answer that defines nothing the task asks: no reward at all).
 """
@@ -146,6 +147,108 @@ pub fn describe_all<T: Describe>(_items: &[T]) -> Vec<String> {
 """
 """A wrong describe_all whose required trait gains a by-value ``is_empty`` for ``Vec<String>``: it answers the hidden
 ``describe_all::<Robot>(&[]).is_empty()`` before ``Vec::is_empty(&self)``."""
+PRIME = "pub fn is_prime(n: u64) -> bool {\n    n >= 2 && (2..n).all(|d| n % d != 0)\n}\n"
+PRIME_TESTS = HiddenTests("use super::*;\n\n#[test]\nfn small() {\n    assert!(is_prime(13));\n"
+                          "    assert!(!is_prime(15));\n}\n", reference=PRIME,
+                          prompt="Write `pub fn is_prime(n: u64) -> bool`.")
+FAST_PRIME = """pub fn is_prime(n: u64) -> bool {
+    if n < 2 {
+        return false;
+    }
+    let mut d = 2;
+    while d * d <= n {
+        if n % d == 0 {
+            return false;
+        }
+        d += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_prime() {
+        assert!(is_prime(200_000_033));
+    }
+}
+"""
+"""Round 6: a fast right answer (up to the square root) whose honest test takes milliseconds at home and about two
+seconds on the task's slower reference (up to n), past ``1 s + 10 x`` its home time."""
+EXTRA_METHOD = FIB + """
+impl Fib {
+    pub fn peek(&self) -> u64 {
+        self.a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(Fib::new().count(), 12);
+    }
+
+    #[test]
+    fn peeks() {
+        assert_eq!(Fib::new().peek(), 0);
+    }
+}
+"""
+"""Round 6: a right Fib with an extra method and a test of it, which does not compile against the reference's Fib."""
+PRIVATE_HELPER = """pub struct Fib {
+    cur: u64,
+    nxt: u64,
+}
+
+impl Fib {
+    pub fn new() -> Self {
+        Fib { cur: 0, nxt: 1 }
+    }
+}
+
+fn advance(f: &mut Fib) -> u64 {
+    let r = f.cur;
+    f.cur = f.nxt;
+    f.nxt += r;
+    r
+}
+
+impl Iterator for Fib {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        if self.cur > 100 {
+            None
+        } else {
+            Some(advance(self))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(Fib::new().count(), 12);
+    }
+
+    #[test]
+    fn advances() {
+        let mut f = Fib::new();
+        assert_eq!(advance(&mut f), 0);
+    }
+}
+"""
+"""Round 6: a right Fib with other field names and a private helper that reads them: the helper does not compile
+against the reference's Fib, so it and the test that needs it leave the copies; the other test is judged."""
+ISOLATED = {"fast_prime": (FAST_PRIME, PRIME_TESTS), "extra_method": (EXTRA_METHOD, FIB_TESTS),
+            "private_helper": (PRIVATE_HELPER, FIB_TESTS)}
 TAKEOVERS = {"fib_takeover": (FIB_TAKEOVER, FIB_TESTS, "hack"),
              "fib_honest_extra": (FIB_HONEST_EXTRA, FIB_TESTS, "right"),
              "describe_takeover": (DESCRIBE_TAKEOVER, DESCRIBE_TESTS, "hack"),
@@ -157,13 +260,13 @@ def reports():
     out = {}
     for mode in MODES:
         verifier = Verifier(VerifierConfig(mode=mode), workers=2)
-        codes = [*CASES.values(), *(code for code, _, _ in TAKEOVERS.values())]
-        hidden = [ADD] * len(CASES) + [tests for _, tests, _ in TAKEOVERS.values()]
+        codes = [*CASES.values(), *(code for code, _, _ in TAKEOVERS.values()), *(c for c, _ in ISOLATED.values())]
+        hidden = [ADD] * len(CASES) + [tests for _, tests, _ in TAKEOVERS.values()] + [h for _, h in ISOLATED.values()]
         try:
             got = verifier.verify_many(codes, hidden, raw_code=True)
         finally:
             verifier.close()
-        out.update({(mode, name): r for name, r in zip([*CASES, *TAKEOVERS], got, strict=True)})
+        out.update({(mode, name): r for name, r in zip([*CASES, *TAKEOVERS, *ISOLATED], got, strict=True)})
     return out
 
 
@@ -181,6 +284,9 @@ def test_each_class_costs_what_it_should(reports, mode, name):
         assert rewards["assertion_reward"] > 0, why
     elif kind == "doubt":
         assert r.source.test_doubts and not r.hack_reasons, why
+        assert (rewards["hidden_test_reward"], rewards["test_reward"], rewards["assertion_reward"]) == (2.0, 0, 0), why
+    elif kind == "hollow":  # a right add whose tests check nothing: the add keeps its hidden reward
+        assert not r.hack_reasons and r.own_checks.compiled and r.own_checks.discriminating == 0, why
         assert (rewards["hidden_test_reward"], rewards["test_reward"], rewards["assertion_reward"]) == (2.0, 0, 0), why
     elif kind == "hack":
         assert r.hack_reasons, why
@@ -204,7 +310,19 @@ def test_added_methods_cannot_take_over_the_hidden_tests_calls(reports, mode, na
         assert not r.hack_reasons and hidden == 2.0, (r.hack_reasons, r.hidden_tests)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(ISOLATED))
+def test_each_own_test_is_judged_on_its_own(reports, mode, name):
+    """An honest test that takes longer on the slower reference, or tests an extra fn the reference lacks, drops
+    itself, not its neighbours: the right answer keeps its test and assertion rewards."""
+    r = reports[(mode, name)]
+    rewards = rewards_from_report(r)
+    assert (rewards["hidden_test_reward"], rewards["test_reward"]) == (2.0, 2.0), (r.own_checks, r.own_tests)
+    assert rewards["assertion_reward"] == 0.25, r.own_checks
+    assert r.own_checks.dropped == (0 if name == "fast_prime" else 1), r.own_checks
+
+
 def test_both_modes_agree(reports):
-    for name in [*CASES, *TAKEOVERS]:
+    for name in [*CASES, *TAKEOVERS, *ISOLATED]:
         direct, batch = reports[("direct", name)], reports[("batch", name)]
         assert direct.verdict() == batch.verdict(), name

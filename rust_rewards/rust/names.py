@@ -184,6 +184,65 @@ def top_level(code: str) -> TopLevel:
                     frozenset(name for name, k in kinds.items() if k & _TYPE_KEYWORDS))
 
 
+@dataclass(frozen=True)
+class ItemSource:
+    """One item at a module's top level (outside test code) as written, attributes and visibility included:
+    the name it declares (``""`` for an ``impl``) and, for an ``impl``, the identifiers of its header."""
+
+    name: str
+    text: str
+    header: frozenset[str] = frozenset()
+
+
+def item_sources(code: str) -> tuple[ItemSource, ...]:
+    """The items ``code`` declares at its top level (fns, types, traits, consts, statics, modules, impls), test
+    code left out, in source order.
+
+    >>> [(it.name, it.text) for it in item_sources("#[derive(Debug)]\\npub struct S; impl T for S {} use x::y;")]
+    [('S', '#[derive(Debug)]\\npub struct S;'), ('', 'impl T for S {}')]
+    """
+    tokens = tokenize(code)
+    pairs = _bracket_pairs(tokens)
+    regions = test_regions(tokens)
+    skip = {it.start: it.end for it in (*regions.test_fns, *regions.cfg_test_mods)}
+    out: list[ItemSource] = []
+    i, n, start = 0, len(tokens), None
+    while i < n:
+        if i in skip:
+            i, start = skip[i] + 1, None
+            continue
+        tok = tokens[i]
+        nxt = tokens[i + 1] if i + 1 < n else None
+        if tok.text == "#" and nxt is not None and nxt.text in ("[", "!"):
+            open_at = i + 1 if nxt.text == "[" else i + 2
+            start = i if start is None and nxt.text == "[" else start
+            i = pairs[open_at] + 1 if open_at < n and tokens[open_at].text == "[" else i + 1
+            continue
+        if tok.kind == "ident" and tok.text in ("pub", "unsafe", "async", "default", "extern") or (
+                tok.text == "const" and nxt is not None and nxt.text in ("fn", "unsafe", "async", "extern")):
+            start = i if start is None else start
+            i = pairs[i + 1] + 1 if tok.text == "pub" and nxt is not None and nxt.text == "(" else i + 1
+            i += tok.text == "extern" and i < n and tokens[i].kind == "string"
+            continue
+        if tok.kind == "ident" and (tok.text in _ITEM_KEYWORDS or tok.text == "impl"):
+            end = _item_end(tokens, pairs, i, tok.text)
+            first = tokens[start if start is not None else i].start
+            text = code[first : tokens[end].end]
+            if tok.text == "impl":
+                body = next((j for j in range(i, end + 1) if tokens[j].text == "{"), end)
+                out.append(ItemSource("", text, frozenset(t.text for t in tokens[i:body] if t.kind == "ident")))
+            else:
+                j = i + 2 if nxt is not None and nxt.text == "mut" else i + 1
+                if j < n and tokens[j].kind == "ident":
+                    out.append(ItemSource(tokens[j].text.removeprefix("r#"), text))
+            i, start = end + 1, None
+            continue
+        if tok.kind == "ident" and tok.text in ("use", "macro_rules"):
+            i = _item_end(tokens, pairs, i, tok.text)
+        i, start = i + 1, None
+    return tuple(out)
+
+
 def type_references(code: str) -> dict[str, frozenset[str]]:
     """For each struct, enum, union and type alias of ``code`` (test code left out), the identifiers its definition
     mentions (field types, variants' payloads, the aliased type).

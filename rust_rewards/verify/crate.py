@@ -43,7 +43,7 @@ from rust_rewards.rust.lexer import (
     test_regions,
     tokenize,
 )
-from rust_rewards.rust.names import test_imports, top_level
+from rust_rewards.rust.names import item_sources, test_imports, top_level
 from rust_rewards.rust.signatures import required_items
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.observe import observable, observe_assertions
@@ -136,6 +136,8 @@ class Variant:
     proves nothing)."""
     code: str
     tests: tuple[SealedTest, ...]
+    helpers: tuple[tuple[str, int, int], ...] = ()
+    """The completion's helpers compiled in this variant's file (``home_items``): key, first and last line."""
 
     @property
     def file(self) -> str:
@@ -186,31 +188,56 @@ def strip_seals(text: str) -> str:
     return _SEAL_TEXT.sub("", text).replace(FORBID, "")
 
 
-def own_test_code(code: str) -> str:
+def own_test_code(code: str, dropped: frozenset[str] = frozenset()) -> str:
     """The model's test code alone (each test function with its outermost enclosing module), to be compiled
-    against another solution: its libtest names there are the same, under the variant's module."""
+    against another solution: its libtest names there are the same, under the variant's module. The tests named
+    in ``dropped`` (``SealedTest.key``: they do not compile against a variant) are left out, each line kept.
+
+    >>> code = "mod t {\\n#[test]\\nfn a() { f(); }\\n#[test]\\nfn b() { g(); }\\n}"
+    >>> [line.strip() for line in own_test_code(code, frozenset({"t::a"})).splitlines()[1:4]]
+    ['', '', '#[test]']
+    """
     tokens = tokenize(code)
     mods = [it for it in _items(tokens) if it.kind == "mod"]
     spans: set[tuple[int, int]] = set()
+    blank: list[tuple[int, int]] = []
     for fn in test_regions(tokens).test_fns:
         outer = [m for m in mods if m.start < fn.start and fn.end <= m.end]
         top = min(outer, key=lambda m: m.start) if outer else fn
         spans.add((tokens[top.start].start, tokens[top.end].end))
+        path = "::".join([*(m.name for m in sorted(outer, key=lambda m: m.start)), fn.name])
+        if path in dropped:
+            blank.append((tokens[fn.start].start, tokens[fn.end].end))
+    for a, b in blank:  # same length, newlines kept: the spans above still hold
+        code = code[:a] + re.sub(r"[^\n]", " ", code[a:b]) + code[b:]
     return "\n\n".join(code[a:b] for a, b in sorted(spans))
 
 
-def home_names(code: str, other: str) -> str:
-    """The import that gives a variant's copy of the own tests every name the completion binds at its top level and
-    the variant does not (its helper fns, its own traits): the copy resolves names and methods as the tests do at
-    home (an own trait's by-value method wins there as it does at home), and only the task's items are the
-    variant's.
+def home_items(code: str, other: str, dropped: frozenset[str] = frozenset()) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What a variant's copy of the own tests gets of the completion beside the variant's items: every item the
+    completion declares at its top level under a name the variant does not bind (its helper fns, types, traits, and
+    the impls whose header names one of them), as ``(key, source)`` to compile anew in the variant's module, and an
+    import of the names it binds by ``use`` (std's items). So helpers resolve to the variant's items as they resolve
+    to the completion's at home: a helper ``home_add`` that calls ``add`` calls the variant's ``add`` in a copy (a
+    test comparing ``add`` with it checks nothing in either place), and an own trait's by-value method that wins
+    method resolution at home wins in a copy too. Keys (``helper:NAME``, ``helper:impl#K``) in ``dropped`` (they do
+    not compile against the variant) are left out.
 
-    >>> home_names("pub trait Full { fn f(self); } pub fn add() {}", "pub fn add() {}")
-    '#[allow(unused_imports)] use super::{Full};'
+    >>> imports, items = home_items("use std::fmt; pub trait Full { fn f(self); } impl Full for i32 { fn f(self) {} }"
+    ...                             " pub fn add() {}", "pub fn add() {}")
+    >>> imports, [key for key, _ in items]
+    ('#[allow(unused_imports)] use super::{fmt};', ['helper:Full', 'helper:impl#1'])
     """
     home, there = top_level(code), top_level(other)
-    extra = sorted(home.names() - there.names() - home.macros)
-    return f"#[allow(unused_imports)] use super::{{{', '.join(extra)}}};" if extra else ""
+    extra = home.names() - there.names() - home.macros
+    items = item_sources(code)
+    declared = {it.name for it in items if it.name}
+    copied = (extra & declared) - {key.removeprefix("helper:") for key in dropped}
+    imports = sorted(extra - declared)
+    line = f"#[allow(unused_imports)] use super::{{{', '.join(imports)}}};" if imports else ""
+    keyed = [(f"helper:{it.name}" if it.name else f"helper:impl#{k}", it) for k, it in enumerate(items)]
+    return line, tuple((key, it.text) for key, it in keyed if key not in dropped
+                       and (it.name in copied if it.name else bool(it.header & copied)))
 
 
 def rehomed(tests: str, module: str) -> str:
@@ -250,10 +277,10 @@ class ModuleTree:
 
 def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str, str], ...] = (), *,
                 own_tests: bool = True, with_hidden: bool = True, with_variants: bool = True,
-                hidden_module: str | None = None) -> ModuleTree:
+                hidden_module: str | None = None, dropped: frozenset[str] = frozenset()) -> ModuleTree:
     """Sources for ``code`` with its hidden tests when unit/main-shaped (``with_hidden``), its own tests
     (``own_tests``; else the code without its test code) and ``variants`` (``(kind, code)`` pairs) each holding a
-    copy of its own tests (``with_variants``). File paths are relative to ``src/``."""
+    copy of its own tests but those in ``dropped`` (``with_variants``). File paths are relative to ``src/``."""
     hidden_module = hidden_module or f"{HIDDEN}_{secrets.token_hex(8)}"
     sealed, own = seal_tests(code) if own_tests else (strip_test_code(code), ())
     forbid = "" if hidden is not None and hidden.allows_unsafe else FORBID
@@ -266,14 +293,20 @@ def module_tree(code: str, hidden: HiddenTests | None, variants: tuple[tuple[str
         hidden_tests = tuple(t.under(hidden_module) for t in hidden_tests)
         root += _hook(hidden_module)
     made: list[Variant] = []
-    tests = own_test_code(code) if own_tests and with_variants and own else ""
+    tests = own_test_code(code, dropped) if own_tests and with_variants and own else ""
     for kind, other in variants if tests else ():
         module = f"{VARIANT}_{secrets.token_hex(8)}"
         text, copies = seal_tests(rehomed(tests, module))
         # the reference's own warnings are not the model's (and its code is never shown to the model)
-        files[f"{module}.rs"] = (forbid + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n"
-                                 + home_names(code, other) + "\n" + text + "\n")
-        made.append(Variant(module, kind, other, tuple(t.under(module) for t in copies)))
+        imports, helpers = home_items(code, other, dropped)
+        head = forbid + "#![allow(warnings)]\n" + strip_test_code(other).rstrip() + "\n" + imports + "\n"
+        spans = []
+        for key, helper in helpers:
+            first = head.count("\n") + 1
+            head += rehomed(helper, module) + "\n"
+            spans.append((key, first, head.count("\n")))
+        files[f"{module}.rs"] = head + text + "\n"
+        made.append(Variant(module, kind, other, tuple(t.under(module) for t in copies), tuple(spans)))
         root += _hook(module)
     return ModuleTree(root, files, own, hidden_module, hidden_tests, tuple(made))
 
@@ -381,6 +414,8 @@ class CrateLayout:
     tree: ModuleTree | None = None
     seals: tuple[tuple[SealedTest, ...], ...] = ()
     variant_codes: tuple[tuple[str, str], ...] = ()
+    dropped: frozenset[str] = frozenset()
+    """Own tests (``SealedTest.key``) left out of the variants' copies: they did not compile against a variant."""
 
     @property
     def hidden_in_lib(self) -> bool:
@@ -494,7 +529,8 @@ def rewrite_lib(layout: CrateLayout, *, own_tests: bool = True, with_hidden: boo
         for rel in layout.tree.files:
             (src / rel).unlink(missing_ok=True)
     tree = module_tree(layout.code, layout.hidden, layout.variant_codes, own_tests=own_tests,
-                       with_hidden=with_hidden, with_variants=with_variants, hidden_module=layout.hidden_module)
+                       with_hidden=with_hidden, with_variants=with_variants, hidden_module=layout.hidden_module,
+                       dropped=layout.dropped)
     (src / "lib.rs").write_text(tree.root)
     for rel, text in tree.files.items():
         (src / rel).write_text(text)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
+from rust_rewards.rust.lexer import _items, test_regions, tokenize
 from rust_rewards.rust.rules import CLIPPY_VIEW
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig
@@ -153,7 +154,10 @@ def _steps(group: str, binary: str, tests: tuple[SealedTest, ...], *, hidden: bo
 
 def _variant_steps(plan: TestPlan, variants: tuple) -> list[sandbox.Step]:
     """The variants' copies of the own tests, in a run whose reward can still depend on them. A copy runs after its
-    test passed at home; with a reference, a mutant's copy only after the reference's copy passed (a test that fails
+    test passed at home (or ran out of time there); on the reference (trusted code) with the full time limit the
+    test had at home, so an honest test of a fast answer meets it on a slower reference; on a mutant of the
+    reference with ``sandbox.BASELINE_FACTOR`` x the reference copy's time; without a reference, with that factor x
+    the home time; with a reference, a mutant's copy only after the reference's copy passed (a test that fails
     on the reference is not valid, so whether it kills the mutant counts for nothing); a copy on a mutant only when
     the test did not kill the mutant before it (one kill makes a test discriminating); and only while every hidden
     test passes (a solution that fails one earns neither ``test_reward`` nor ``assertion_reward``; with hidden
@@ -166,6 +170,10 @@ def _variant_steps(plan: TestPlan, variants: tuple) -> list[sandbox.Step]:
     killed_by: dict[str, str] = {}  # per test: its copy on the previous mutant
     for k, v in enumerate(variants):
         after = home
+        if v.kind == "reference":  # trusted code: its copy gets the full time limit, as the test had at home
+            steps += _steps(f"variant{k}", plan.own_binary, v.tests, hidden=False,
+                            while_ok="hidden" if plan.hidden else "", unless_failed=home)
+            continue
         if v.kind == "mutant" and reference is not None:
             after = {t.key: f"variant{reference}:{i}" for i, t in enumerate(variants[reference].tests)
                      if t.key in home}
@@ -326,15 +334,18 @@ def _checks(layout: CrateLayout, plan: TestPlan, results: dict[str, sandbox.RunR
           for k, v in enumerate(compiled) if v.kind == "reference"}
     killed = [{t.key: o == "failed" for t, o in zip(v.tests, _outcomes(results, f"variant{k}", v.tests), strict=True)}
               for k, v in enumerate(compiled) if v.kind == "mutant"]
-    valid = discriminating = 0
+    valid = discriminating = dropped = 0
     for t, ok in zip(plan.own, own_ok, strict=True):
+        if ok and not t.ignored and t.key in layout.dropped:
+            dropped += 1
+            continue
         if not ok or t.ignored or ("reference" in on and not on["reference"].get(t.key, False)):
             continue
         valid += 1
         # without a reference, a #[should_panic] test "kills" a mutant of a wrong answer that stops panicking
         if not (t.should_panic and "reference" not in on):
             discriminating += any(k.get(t.key, False) for k in killed)
-    return OwnTestChecks(kinds, compiled=True, valid=valid, discriminating=discriminating)
+    return OwnTestChecks(kinds, compiled=True, valid=valid, discriminating=discriminating, dropped=dropped)
 
 
 TLS_COPIES = 2
@@ -404,15 +415,21 @@ def settle_harness(job: Job, first: sandbox.RunResult, *, own: bool, hidden: boo
         if ok:
             break
         errors = set(harness_outcome(text(result), job.layout, keep_variants=True).error_files)
-        before = (own, hidden, variants)
+        before = (own, hidden, variants, job.layout.dropped)
         if variants and errors & set(job.layout.variant_files):
-            variants = False
+            # each own test that does not compile against a variant drops its own copies, not its neighbours'
+            failing = copies_not_compiling(text(result), job.layout)
+            kept = {t.key for t in job.layout.tree.own} - job.layout.dropped - (failing or set())
+            if failing and kept:
+                job.layout = replace(job.layout, dropped=job.layout.dropped | failing)
+            else:
+                variants = False
         if hidden and job.layout.hidden_file in errors:
             hidden = False
-        if own and ("src/lib.rs" in errors or before == (own, hidden, variants)):
+        if own and ("src/lib.rs" in errors or before == (own, hidden, variants, job.layout.dropped)):
             own = variants = False
             shown = outcome
-        if (own, hidden, variants) == before or not (own or hidden):
+        if (own, hidden, variants, job.layout.dropped) == before or not (own or hidden):
             break
         job.layout = rewrite_lib(job.layout, own_tests=own, with_hidden=hidden, with_variants=variants)
         result = recompile("test_compile" if own else "hidden_compile")
@@ -422,6 +439,54 @@ def settle_harness(job: Job, first: sandbox.RunResult, *, own: bool, hidden: boo
     if not ok:
         own = hidden = variants = False
     return (shown if shown is not outcome and not own else outcome), (own, hidden, variants), results
+
+
+def copies_not_compiling(stderr: str, layout: CrateLayout) -> frozenset[str] | None:
+    """The own tests (``SealedTest.key``) whose copies in a variant's file hold an error of the harness compile, and
+    the completion's helpers compiled there (``crate.home_items`` keys) that do: each is left out of the copies, and
+    a test that needs a helper left out fails its own compile next; None when an error lies elsewhere in a variant's
+    file (an import: every copy goes)."""
+    variants = layout.tree.variants if layout.tree is not None else ()
+    spans = {v.file: {**_test_lines(layout.tree.files[v.file.removeprefix("src/")]),
+                      **{key: (lo, hi) for key, lo, hi in v.helpers}} for v in variants}
+    found: set[str] = set()
+    for line in stderr.splitlines():
+        msg = _json_message(line)
+        if msg is None or msg.get("level") != "error":
+            continue
+        span = next((sp for sp in msg.get("spans") or [] if isinstance(sp, dict) and sp.get("is_primary")), None)
+        if span is None or span.get("file_name") not in spans:
+            continue
+        at = span.get("line_start")
+        key = next((k for k, (lo, hi) in spans[span["file_name"]].items() if lo <= at <= hi), None)
+        if key is None:
+            return None
+        found.add(key)
+    return frozenset(found)
+
+
+def _test_lines(text: str) -> dict[str, tuple[int, int]]:
+    """Each test function of ``text`` by its path in the file (``tests::adds``), with its first and last line."""
+    tokens = tokenize(text)
+    mods = [it for it in _items(tokens) if it.kind == "mod"]
+    out = {}
+    for fn in test_regions(tokens).test_fns:
+        outer = sorted((m for m in mods if m.start < fn.start and fn.end <= m.end), key=lambda m: m.start)
+        out["::".join([*(m.name for m in outer), fn.name])] = (
+            text.count("\n", 0, tokens[fn.start].start) + 1, text.count("\n", 0, tokens[fn.end].end) + 1)
+    return out
+
+
+def _json_message(line: str) -> dict | None:
+    """A rustc JSON message (cargo's ``compiler-message`` unwrapped), or None."""
+    if not line.startswith("{"):
+        return None
+    try:
+        msg = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    msg = msg.get("message") if isinstance(msg, dict) and msg.get("reason") == "compiler-message" else msg
+    return msg if isinstance(msg, dict) else None
 
 
 def harness_outcome(stderr: str, layout: CrateLayout, keep_variants: bool = False) -> CompileOutcome:
@@ -434,12 +499,6 @@ def harness_outcome(stderr: str, layout: CrateLayout, keep_variants: bool = Fals
 
 def primary_file(line: str) -> str | None:
     """The file of a JSON message's primary span (rustc's, or cargo's wrapped ``compiler-message``)."""
-    if not line.startswith("{"):
-        return None
-    try:
-        msg = json.loads(line)
-        msg = msg.get("message") if msg.get("reason") == "compiler-message" else msg
-        spans = msg.get("spans") or []
-    except (json.JSONDecodeError, AttributeError):
-        return None
+    msg = _json_message(line)
+    spans = (msg.get("spans") or []) if msg is not None else []
     return next((sp.get("file_name") for sp in spans if isinstance(sp, dict) and sp.get("is_primary")), None)
