@@ -297,6 +297,12 @@ def test_each_class_costs_what_it_should(reports, mode, name):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_code_in_its_own_macros_earns_no_clippy_reward(reports, mode):
+    r = reports[(mode, "macro_hides_lints")]
+    assert r.build_ok and not r.clippy_warnings and not r.clippy_ok, (r.clippy_warnings, r.hack_reasons)
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(TAKEOVERS))
 def test_added_methods_cannot_take_over_the_hidden_tests_calls(reports, mode, name):
     """Method resolution in the hidden tests reaches std's methods and the task's API: a method the completion adds

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rust_rewards.report import HIDDEN_OUTPUT, OwnTestChecks, Report, TestCounts
 from rust_rewards.rust.lexer import _items, test_regions, tokenize
-from rust_rewards.rust.rules import CLIPPY_VIEW
+from rust_rewards.rust.rules import CLIPPY_VIEW, MACRO_DEFINITION
 from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.crate import CrateLayout, SealedTest, remove_sources, rewrite_lib, strip_seals
@@ -104,7 +104,7 @@ def job_report(job: Job, facts, build_ok: bool, outcome: CompileOutcome, own: Te
         has_code=True,
         build_ok=build_ok,
         clippy_ok=(build_ok and not outcome.clippy_lints and not {"build", "clippy"} & set(job.timed_out)
-                   and CLIPPY_VIEW not in facts.forbidden),
+                   and CLIPPY_VIEW not in facts.forbidden and MACRO_DEFINITION not in facts.forbidden),
         error_codes=outcome.error_codes,
         clippy_warnings=tuple(lint.removeprefix("clippy::") for lint in outcome.clippy_lints),
         rustc_warnings=outcome.rustc_warnings,
