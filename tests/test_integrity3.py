@@ -19,7 +19,7 @@ from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.soundness import FAMILIES
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
-from rust_rewards.verify.sandbox import RUN_LIMITS
+from rust_rewards.verify.sandbox import RUN_LIMITS, detect_isolation
 from rust_rewards.verify.verifier import Verifier
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
@@ -104,9 +104,12 @@ def test_attacks_earn_no_test_reward(reports, mode, name):
     rewards = rewards_from_report(r)
     assert not r.internal_error, r.internal_error
     assert (rewards["test_reward"], rewards["assertion_reward"]) == (0.0, 0.0), (r.own_checks, r.hack_reasons)
-    if EXPECT[name] == "hack":
+    expect = EXPECT[name]
+    if name == "tmp_counter" and detect_isolation().bwrap:
+        expect = "hollow"  # a fresh /tmp for every test process: files are no channel between runs, no doubt
+    if expect == "hack":
         assert r.hack_reasons and rewards["hidden_test_reward"] == 0.0
-    elif EXPECT[name] == "doubt":  # a right add whose own tests are in doubt: only the own tests' rewards go
+    elif expect == "doubt":  # a right add whose own tests are in doubt: only the own tests' rewards go
         assert r.source.test_doubts and not r.hack_reasons and rewards["hidden_test_reward"] == 2.0, r.hack_reasons
     else:  # hollow tests of a right add: the add keeps its hidden reward, the tests earn nothing
         assert rewards["hidden_test_reward"] == 2.0 and not r.hack_reasons

@@ -303,6 +303,18 @@ def test_code_in_its_own_macros_earns_no_clippy_reward(reports, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_lints_in_its_own_tests_cost_the_clippy_reward(reports, mode):
+    """The test harness is compiled by clippy-driver: lints in the model's test module count, once each; the
+    seals we put into its tests, the hidden tests' file and the variants' copies add none (every other case with
+    a clean test module keeps its clippy reward)."""
+    r = reports[(mode, "honest_lints_in_tests")]
+    assert r.build_ok and not r.clippy_ok, r.clippy_warnings
+    assert sorted(r.clippy_warnings) == ["bool_assert_comparison", "len_zero"], r.clippy_warnings
+    clean = [n for n in CASES if n != "honest_lints_in_tests" and not CASES[n].count("macro_rules!")]
+    assert all(reports[(mode, n)].clippy_ok for n in clean), {n: reports[(mode, n)].clippy_warnings for n in clean}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(TAKEOVERS))
 def test_added_methods_cannot_take_over_the_hidden_tests_calls(reports, mode, name):
     """Method resolution in the hidden tests reaches std's methods and the task's API: a method the completion adds

@@ -366,6 +366,13 @@ def test_steps_see_only_their_own_output_files(box):
     assert sorted(seen.split()) == ["/dev/null", f"{logs}/fds.stderr", f"{logs}/fds.stdout"]
 
 
+def test_a_wrapper_script_longer_than_one_argument_may_be_still_runs(box):
+    """Hundreds of tests make a wrapper script longer than one argv string may be (128 KiB): it still runs."""
+    words = [f"t{i:05d}" + "x" * 60 for i in range(2500)]  # ~170 KB of one step's arguments
+    ran = _run(box, [Step("long", ["/bin/echo", *words]), Step("after", ["/bin/true"])])
+    assert ran["long"].stdout.split() == words and ran["after"].returncode == 0
+
+
 def test_sandbox_that_cannot_start_is_an_error_whatever_the_steps(box, monkeypatch):
     broken = sandbox.Isolation(bwrap="/bin/false", drop_uid=ISO.drop_uid, unshare_net=None)
     monkeypatch.setattr(sandbox, "detect_isolation", lambda: broken)

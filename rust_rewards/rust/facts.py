@@ -116,10 +116,11 @@ def _is_meaningful(name: str, args: list[Token], tainted: set[str]) -> bool:
     return any(t.kind == "ident" and t.text in tainted for part in compared for t in part)
 
 
-def analyse(code: str, required: frozenset[str] | None = None) -> SourceFacts:
+def analyse(code: str, required: frozenset[str] | None = None, files_shared: bool = True) -> SourceFacts:
     """All static facts the rewards need about one completion's code: hack reasons in ``forbidden``, doubts
     about the own tests alone in ``test_doubts`` (``required``: the names the task requires, for
-    ``rules.cfg_test_reasons``; None when the task names none).
+    ``rules.cfg_test_reasons``; None when the task names none; ``files_shared``: whether test runs share
+    writable files, ``rules.observing_tests``).
 
     >>> facts = analyse('''
     ... pub fn double(x: i32) -> i32 { x * 2 }
@@ -158,7 +159,8 @@ def analyse(code: str, required: frozenset[str] | None = None) -> SourceFacts:
         tests_calling_solution=calling,
         forbidden=tuple(sorted(forbidden_calls(tokens, regions) + cfg_hacks + soundness_holes(code, tokens)
                                + macro_definitions(tokens) + clippy_view_reasons(tokens))),
-        test_doubts=tuple(sorted(cfg_doubts + observing_tests(tokens, regions) + copied_solution(tokens, regions))),
+        test_doubts=tuple(sorted(cfg_doubts + observing_tests(tokens, regions, files_shared)
+                                 + copied_solution(tokens, regions))),
     )
 
 

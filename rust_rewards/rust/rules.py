@@ -444,18 +444,23 @@ def clippy_view_reasons(tokens: list[Token]) -> tuple[str, ...]:
 
 
 _WHERE_AM_I = frozenset({"module_path", "type_name", "type_name_of_val", "Location", "TypeId", "current_exe",
-                         "current_dir", "temp_dir", "args", "args_os", "fs", "File", "OpenOptions", "current",
+                         "current_dir", "temp_dir", "args", "args_os", "current",
                          "set_hook", "take_hook", "update_hook", "PanicHookInfo", "PanicInfo"})
 """Names through which test code can tell whether it runs at home or as a variant's copy (its module path, thread
-name, files, arguments, a panic hook's view of where a panic happened)."""
+name, arguments, a panic hook's view of where a panic happened)."""
+FILE_NAMES = frozenset({"fs", "File", "OpenOptions"})
+"""Files: a channel between a test's runs only where they share writable storage. In bwrap's sandbox every test
+process starts with an empty private ``/tmp`` and ``/dev/shm`` and a read-only crate without sources, the same
+for its home run and its copies (one binary, one folder), so what a test reads is the same wherever it runs."""
 
 
-def observing_tests(tokens: list[Token], regions: TestRegions) -> tuple[str, ...]:
+def observing_tests(tokens: list[Token], regions: TestRegions, files_shared: bool = True) -> tuple[str, ...]:
     """A reason when the model's test code reaches what could tell it where it runs (``_WHERE_AM_I``, ``file!``,
     ``line!``, ``env::``): copies of its tests run against the reference and a wrong variant and must not be
     able to tell that they are copies. Names are resolved, not matched: a name the test code binds itself (``let
     args = [..]``, a parameter ``fs: &str``) is its own unless a path reaches std's (``std::env::args()``,
-    ``thread::current()``, a ``use``).
+    ``thread::current()``, a ``use``). Files (``FILE_NAMES``) count only where test runs share them
+    (``files_shared``: no bwrap).
 
     >>> toks = tokenize("#[test] fn t() { assert!(std::thread::current().name().is_some()); }")
     >>> observing_tests(toks, test_regions(toks))
@@ -465,6 +470,7 @@ def observing_tests(tokens: list[Token], regions: TestRegions) -> tuple[str, ...
     ()
     """
     local = _locally_bound(tokens, regions)
+    names = _WHERE_AM_I | FILE_NAMES if files_shared else _WHERE_AM_I
     found = []
     in_use = False
     for i, tok in enumerate(tokens[:-1]):
@@ -476,7 +482,7 @@ def observing_tests(tokens: list[Token], regions: TestRegions) -> tuple[str, ...
             continue
         nxt = tokens[i + 1].text
         prev = tokens[i - 1].text if i else ""
-        if tok.text in _WHERE_AM_I:
+        if tok.text in names:
             if in_use or prev == "::" or (tok.text not in local and (nxt in ("(", "::") or tok.text[0].isupper())):
                 found.append(tok.text)
         elif (tok.text in ("file", "line", "column") and nxt == "!") or (tok.text == "env" and nxt == "::"):

@@ -58,10 +58,10 @@ from rust_rewards.verify.harness import (
     TestPlan,
     clippy_base,
     job_report,
+    lints_in_test_code,
     loaded_size,
     primary_file,
     run_tests,
-    rustc_base,
     skipped_hidden,
 )
 from rust_rewards.verify.sandbox import Limits
@@ -468,7 +468,7 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     ``prefix`` starts every member's module name: a message that still names one after the member's own
     file is renamed depends on the shared crate (e.g. a type printed with its module path). ``firsts``: each
     member's own first pass (``_first_passes``), which replaces the shared clippy pass."""
-    name, tc = job.layout.lib_name, job.tc
+    name = job.layout.lib_name
     harness = _group_key(members[0])[2]
     emit = "metadata" if harness else "link"
     build = sandbox.Step("build", [
@@ -476,7 +476,7 @@ def _compile(job: Job, members: list[_Member], prefix: str,
         f"--emit={emit}", *DEV, "-o", f"target/lib{name}.r{'meta' if harness else 'lib'}",
     ])
     test = sandbox.Step("test_compile", [
-        *rustc_base(job, tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *DEV,
+        *clippy_base(job, "src/lib.rs"), "--test", "--crate-name", name, *DEV,
         "-C", "link-dead-code", "-C", "prefer-dynamic", "-o", f"target/{name}-test",
     ], stop_unless_ok=True)
     # The harness first: it meets the library's hard errors as well as the tests', so a failing round ends there.
@@ -484,6 +484,8 @@ def _compile(job: Job, members: list[_Member], prefix: str,
     results = job.run_steps("compile", steps, limits=shared_limits(job.config.compile_limits))
     if any(r.timed_out for r in results.values()):
         return "compile timeout"
+    if any(sandbox.was_cut(r.stderr) for r in results.values()):
+        return "compiler output cut"
     binary = job.layout.root / "target" / f"{name}-test"
     if results.get("test_compile") is not None and binary.exists() and loaded_size(binary) > SHARED_LOAD_LIMIT:
         return "shared test binary too large"
@@ -510,9 +512,14 @@ def _compile(job: Job, members: list[_Member], prefix: str,
         elif "build" not in passes and firsts is None:
             outcomes[m] = CompileOutcome()  # the harness failed elsewhere: this round is compiled again
         else:  # as the direct path merges them: the library pass, then the harness
-            outcome = parse_compiler(firsts[m.index].stderr if firsts is not None else "\n".join(passes["build"][m]))
+            library = (firsts[m.index].stderr.replace(m.file, "src/lib.rs") if firsts is not None
+                       else "\n".join(passes["build"][m]))
+            outcome = parse_compiler(library)
             if "test_compile" in passes:
-                outcome = outcome.merged(parse_compiler("\n".join(passes["test_compile"][m]), clippy_pass=False))
+                tested = "\n".join(passes["test_compile"][m])
+                outcome = outcome.merged(parse_compiler(tested, clippy_pass=False))
+                if m.tree.own:
+                    outcome = outcome.merged(lints_in_test_code(tested, library, frozenset({"src/lib.rs"})))
             outcomes[m] = outcome
     lint_failed = any(o.clippy_errors for o in outcomes.values() if not isinstance(o, str))
     failed = [name for name, r in results.items() if r.returncode != 0 and not (name == "build" and lint_failed)]

@@ -86,10 +86,11 @@ fn hidden_main() {
 }
 """
 _SEAL = ("let __rr_seal = {{ struct __RrSeal; impl ::core::ops::Drop for __RrSeal {{ fn drop(&mut self) {{ "
-         "if ::std::thread::panicking() == {panics} {{ let mut v: ::std::vec::Vec<u8> = "
+         "if {panics}::std::thread::panicking() {{ let mut v: ::std::vec::Vec<u8> = "
          "::std::string::ToString::to_string(&{nonce}u128).into_bytes(); v.insert(0, 10); v.push(10); "
          "let _ = ::std::io::Write::write_all(&mut ::std::io::stdout(), &v); }} }} }} __RrSeal }};")
-"""No quote in it: inserted into code with an unterminated string or comment, it changes nothing around it."""
+"""No quote in it: inserted into code with an unterminated string or comment, it changes nothing around it. Clippy
+finds nothing in it (the harness compile lints the model's tests, seals included)."""
 FORBID = "#![forbid(unsafe_code)] "
 """Put in front of the model's code (and of the variants' files, which hold copies of its tests), on its first
 line: no ``unsafe``, ``#[no_mangle]``, ``#[export_name]``, ``#[link_section]`` in the model's code, whatever
@@ -176,7 +177,7 @@ def seal_tests(source: str) -> tuple[str, tuple[SealedTest, ...]]:
         outer = sorted((m for m in mods if m.start < fn.start and fn.end <= m.end), key=lambda m: m.start)
         sealed.append(SealedTest("::".join([*(m.name for m in outer), fn.name]), nonce, "ignore" in flat,
                                  should_panic="should_panic" in flat))
-        inserts.append((tokens[body].end, _SEAL.format(panics=str("should_panic" in flat).lower(), nonce=nonce)))
+        inserts.append((tokens[body].end, _SEAL.format(panics="" if "should_panic" in flat else "!", nonce=nonce)))
     for offset, text in sorted(inserts, reverse=True):
         source = source[:offset] + text + source[offset:]
     return source, tuple(sealed)

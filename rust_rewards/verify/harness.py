@@ -87,6 +87,7 @@ class Job:
         results = sandbox.run_steps(
             steps, crate=self.layout.root, log_dir=self.logs / group, limits=limits, env=self.env(),
             slot=self.slot, writable=writable, extra_ro=extra, minimal_fs=True,
+            **({"output_cap": COMPILE_OUTPUT_CAP} if writable else {}),
         )
         for name, result in results.items():
             self._account(name.split(":")[0], result)
@@ -384,6 +385,12 @@ own view of the code (``cfg(clippy)``, ``clippy::msrv``), is refused by ``rules.
 FORCE_WARN = tuple(arg for group in CLIPPY_FORCED for arg in ("--force-warn", group))
 
 
+COMPILE_OUTPUT_CAP = 16 << 20
+"""Characters of a compiler pass's output read back (a test run's: ``sandbox.run_steps``' default). A shared test
+harness lints every member's tests and their copies: 32 members with a few lints each write a few hundred KB of
+JSON, and a message cut out of the middle is a lint or an error nobody sees (``sandbox.was_cut``)."""
+
+
 def clippy_base(job: Job, src: str) -> list[str]:
     """``clippy-driver`` on ``src`` as ``rustc_base`` runs it, with ``FORCE_WARN``."""
     return [*rustc_base(job, job.tc.clippy_driver, src), *FORCE_WARN]
@@ -391,9 +398,11 @@ def clippy_base(job: Job, src: str) -> list[str]:
 
 def harness_step(job: Job, profile: list[str], output: str, eager: list[str] = (), step: str = "test_compile"
                   ) -> sandbox.Step:
+    """The test harness compile, through clippy-driver (``clippy_base``): the model's test code is linted as its
+    library code is (``lints_in_test_code``), at no measurable cost over rustc's own compile."""
     name = job.layout.lib_name
     return sandbox.Step(step, [
-        *rustc_base(job, job.tc.rustc, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
+        *clippy_base(job, "src/lib.rs"), "--test", "--crate-name", name, *profile, *eager,
         *job.layout.std_link(), "-o", output,
     ])
 
@@ -487,6 +496,40 @@ def _json_message(line: str) -> dict | None:
         return None
     msg = msg.get("message") if isinstance(msg, dict) and msg.get("reason") == "compiler-message" else msg
     return msg if isinstance(msg, dict) else None
+
+
+def lints_in_test_code(harness: str, library: str, files: frozenset[str]) -> CompileOutcome:
+    """Clippy's findings in a test harness compile (``harness``, clippy-driver's messages) located in ``files``
+    (the completion's own sources, not its hidden tests' file or a variant's copies) that the library pass
+    (``library``) did not report at the same place: its test code's lints, once each.
+
+    >>> msg = '{"level": "warning", "code": {"code": "clippy::len_zero"}, "message": "len", "rendered": "r", '
+    >>> span = '"spans": [{"file_name": "%s", "line_start": %d, "column_start": 1, "is_primary": true}]}'
+    >>> at = lambda f, n: msg + span % (f, n)
+    >>> harness = "\\n".join([at("src/lib.rs", 3), at("src/lib.rs", 9), at("src/lib.rs", 9), at("src/v.rs", 9)])
+    >>> lints_in_test_code(harness, at("src/lib.rs", 3), frozenset({"src/lib.rs"})).clippy_lints
+    ('clippy::len_zero',)
+    """
+    if sandbox.was_cut(harness):
+        return CompileOutcome(clippy_lints=("clippy::output_cut",))  # what was cut is not known to be clean
+    seen = {place for line in library.splitlines() if (place := _lint_place(line))}
+    kept = []
+    for line in harness.splitlines():
+        place = _lint_place(line)
+        if place is not None and place[1] in files and place not in seen:
+            seen.add(place)
+            kept.append(line)
+    return parse_compiler("\n".join(kept))
+
+
+def _lint_place(line: str) -> tuple[str, str, int, int] | None:
+    """A clippy message's lint and primary span (file, line, column), or None for any other line."""
+    msg = _json_message(line)
+    code = ((msg.get("code") or {}).get("code") or "") if msg is not None else ""
+    if not code.startswith("clippy::"):
+        return None
+    span = next((sp for sp in msg.get("spans") or [] if isinstance(sp, dict) and sp.get("is_primary")), {})
+    return code, span.get("file_name", ""), span.get("line_start", 0), span.get("column_start", 0)
 
 
 def harness_outcome(stderr: str, layout: CrateLayout, keep_variants: bool = False) -> CompileOutcome:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import re
 import select
 import shlex
 import shutil
@@ -387,7 +388,8 @@ def run_steps(
     """
     prefix, user = _prefix(crate, limits, slot, writable, extra_ro, minimal_fs)
     log_dir.mkdir(parents=True, exist_ok=True)
-    files = {"status": open(log_dir / "status", "w+b"), "sandbox": open(log_dir / "sandbox.stderr", "w+b")}  # noqa: SIM115
+    files = {"status": open(log_dir / "status", "w+b"), "sandbox": open(log_dir / "sandbox.stderr", "w+b"),  # noqa: SIM115
+             "script": open(log_dir / "wrapper.sh", "w+b")}  # noqa: SIM115
     for step in steps:
         for kind in ("stdout", "stderr"):
             files[f"{step.name}.{kind}"] = open(log_dir / f"{step.name}.{kind}", "w+b")  # noqa: SIM115
@@ -395,9 +397,16 @@ def run_steps(
     wall = len(steps) * (limits.wall_seconds + 1) + 5
     fresh_tmp = detect_isolation().bwrap is not None and not writable
     start = time.monotonic()
+    # The script travels on a descriptor, not in argv: one argument is at most 128 KiB (MAX_ARG_STRLEN), and a
+    # crate with hundreds of tests makes a longer one. `read` and `eval` are builtins: no file system needed.
+    script = files["script"]
+    script.write(_wrapper_script(steps, files, limits, fresh_tmp=fresh_tmp).encode())
+    script.flush()
+    script.seek(0)
+    fd = script.fileno()
     try:
         _returncode, outer_timeout = _spawn(
-            [*prefix, "/bin/bash", "-c", _wrapper_script(steps, files, limits, fresh_tmp=fresh_tmp)],
+            [*prefix, "/bin/bash", "-c", f"IFS= read -r -d '' s <&{fd}; exec {fd}<&-; eval \"$s\""],
             crate=crate, env=env, user=user,
             wall=wall, stdout=subprocess.DEVNULL, stderr=files["sandbox"], pass_fds=fds,
         )
@@ -526,6 +535,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+_CUT = re.compile(r"^\.\.\. \[\d+ bytes cut\] \.\.\.$", re.MULTILINE)
+
+
+def was_cut(text: str) -> bool:
+    """Whether a step's output was cut in the middle (``output_cap``): a compiler's JSON messages never hold the
+    mark's line, so its messages there are incomplete."""
+    return _CUT.search(text) is not None
 
 
 def _read_capped(path: Path, cap: int) -> str:

@@ -59,6 +59,7 @@ from rust_rewards.verify.harness import (
     clippy_base,
     harness_step,
     job_report,
+    lints_in_test_code,
     run_tests,
     rustc_base,
     settle_harness,
@@ -170,10 +171,12 @@ def notes_to_match(code: str, hidden: HiddenTests | None, config: VerifierConfig
 
 def task_facts(code: str, hidden: HiddenTests | None) -> SourceFacts:
     """``facts.analyse(code)``, where a soundness-hole shape (``soundness.soundness_holes``), a macro definition
-    (``rules.macro_definitions``) or ``unsafe`` that the task's reference uses itself is no hack reason."""
+    (``rules.macro_definitions``) or ``unsafe`` that the task's reference uses itself is no hack reason; files
+    are a doubt about the own tests only where this machine's test runs share them (no bwrap)."""
+    shared = sandbox.detect_isolation().bwrap is None
     if hidden is None:
-        return analyse(code)
-    facts = analyse(code, _required_names(hidden.reference, hidden.prompt))
+        return analyse(code, files_shared=shared)
+    facts = analyse(code, _required_names(hidden.reference, hidden.prompt), shared)
     allowed = _reference_holes(hidden.reference) + (("unsafe code",) if hidden.allows_unsafe else ())
     forbidden = tuple(r for r in facts.forbidden if r not in allowed)
     return replace(facts, forbidden=forbidden) if forbidden != facts.forbidden else facts
@@ -329,10 +332,12 @@ def _verify_direct(job: Job, code: str, facts, first: sandbox.RunResult | None =
                     job.timed_out.append("build")
                 return job_report(job, facts, False, outcome.merged(parse_compiler(codegen.stderr, clippy_pass=False)),
                                TestCounts(expected=own_expected), skipped_hidden(layout))
-        test_outcome, (own_ok, hidden_ok_compile, variants_ok), _ = settle_harness(
+        test_outcome, (own_ok, hidden_ok_compile, variants_ok), results = settle_harness(
             job, test, own=bool(own_expected), hidden=layout.hidden_in_lib,
             recompile=lambda phase: job.run(phase, harness_step(job, profile, binary).argv, limits=limits))
         outcome = outcome.merged(test_outcome)
+        if own_ok:
+            outcome = outcome.merged(lints_in_test_code(results[-1].stderr, lib.stderr, frozenset({"src/lib.rs"})))
     layout = job.layout
     integration_ok = all(
         (res := compiled.get(step.name)) is not None and res.returncode == 0 and not res.timed_out
@@ -406,8 +411,9 @@ def _verify_cargo(job: Job, code: str, facts) -> Report:
     build = _cargo(job, "build", ["build"], limits=limits)
     outcome = parse_compiler(build.stdout, clippy_pass=False)
     build_ok = build.returncode == 0 and not build.timed_out
-    clippy = _cargo(job, "clippy", ["clippy"], limits=limits, tool_args=FORCE_WARN)
-    clippy_outcome = parse_compiler(clippy.stdout)
+    # every target: the model's test module is linted too (only its own file's lints count, each once)
+    clippy = _cargo(job, "clippy", ["clippy", "--all-targets", "--keep-going"], limits=limits, tool_args=FORCE_WARN)
+    clippy_outcome = lints_in_test_code(clippy.stdout, "", frozenset({"src/lib.rs"}))
     outcome = replace(outcome, clippy_lints=clippy_outcome.clippy_lints,
                       rendered=outcome.rendered + "".join(
                           r for r in [clippy_outcome.rendered] if clippy_outcome.clippy_lints))

@@ -1,5 +1,6 @@
 // expect: doubt
-// Right add, hollow tests that count their runs in a /tmp shared by the own, reference and variant runs.
+// Right add, hollow tests that count their runs in /tmp, in doubt where the own, reference and variant runs share
+// one (no bwrap); with bwrap every test process gets an empty /tmp of its own, and the tests check nothing.
 pub fn add(a: i32, b: i32) -> i32 {
     a + b
 }
