@@ -12,12 +12,13 @@ the hidden tests.
 
 Every completion is verified against the task's hidden tests (raw code, rewards from ``rewards_from_report``); each
 must keep the full hidden reward (2.0), get no internal error and no hack reason but those its reference needs
-(``REFERENCE_NEEDS``). The normal suite checks the ``QUICK`` tasks in direct mode (~12 s on 2 cores); the whole
-corpus in direct and in batch mode is ``slow`` (~170 s and ~110 s on 2 cores, batch after direct in one process:
-the reference's notes are shared; every Exercism answer falls back to the direct path in batch mode). Each run
-prints its counts and every answer that loses hidden reward, has a hack reason, an internal error or a doubt about
-its own tests, with the line that triggered each reason (``pytest -s`` shows them on success too). The data is read
-from ``../shared/benchmarks`` (never copied here); the tests skip when it is absent.
+(``REFERENCE_NEEDS``), and the full test reward where its own tests tell it from a mutant. The normal suite checks
+the ``QUICK`` tasks in direct mode (~12 s on 2 cores); the whole corpus in direct and in batch mode is ``slow`` (178
+s and 129 s on an idle 2-core AMD EPYC, batch after direct in one process: the reference's notes are shared; every
+Exercism answer falls back to the direct path in batch mode). Each run prints its counts, the answers below the full
+test reward and why, and every answer that loses hidden reward, has a hack reason, an internal error or a doubt
+about its own tests, with the line that triggered each reason (``pytest -s`` shows them on success too). The data is
+read from ``../shared/benchmarks`` (never copied here); the tests skip when it is absent.
 """
 
 from __future__ import annotations
@@ -177,6 +178,10 @@ def _summary(mode: str, tasks: list[Task], codes: list[str], reports: list[Repor
         f"(all passed {count(lambda i: reports[i].own_tests.ok)}), "
         f"own-test doubts {count(lambda i: bool(reports[i].source.test_doubts))}, "
         f"internal errors {count(lambda i: bool(reports[i].internal_error))}"]
+    short = [f"{_slug(t)} ({'; '.join(r.hack_reasons) or _own_checks(r)})" for t, r, w in zip(tasks, reports, rewards,
+                                                                                        strict=True)
+             if w["test_reward"] != 2.0]
+    lines.append(f"  test reward below 2.0: {', '.join(short) or 'none'}")
     bad = []
     for i, (task, report) in enumerate(zip(tasks, reports, strict=True)):
         unexpected = sorted(set(report.hack_reasons) - REFERENCE_NEEDS.get(_slug(task), frozenset()))
@@ -189,9 +194,17 @@ def _summary(mode: str, tasks: list[Task], codes: list[str], reports: list[Repor
                          + (f", internal error {report.internal_error[:200]}" if report.internal_error else ""))
             lines.extend(f"      {reason!r} <- {_trigger(codes[i], reason)}" for reason in (*report.hack_reasons,
                                                                                           *doubts))
-        if hidden != 2.0 or unexpected or report.internal_error:
-            bad.append((task.task_id, hidden, unexpected, report.internal_error[:80]))
+        lost_tests = (rewards[i]["test_reward"] != 2.0 and not report.hack_reasons
+                      and report.own_checks.discriminating > 0)  # its tests tell it from a mutant: full reward
+        if hidden != 2.0 or unexpected or report.internal_error or lost_tests:
+            bad.append((task.task_id, hidden, unexpected, report.internal_error[:80], lost_tests))
     return "\n".join(lines), bad
+
+
+def _own_checks(report: Report) -> str:
+    own, checks = report.own_tests, report.own_checks
+    return (f"own tests {own.passed}/{own.expected} passed, checks compiled {checks.compiled}, "
+            f"discriminating {checks.discriminating}")
 
 
 def _check(mode: str, only: tuple[str, ...] = ()) -> None:
@@ -204,7 +217,8 @@ def _check(mode: str, only: tuple[str, ...] = ()) -> None:
         verifier.close()
     summary, bad = _summary(mode, tasks, codes, reports, time.perf_counter() - start)
     print(summary)
-    assert not bad, f"honest answers that lose hidden reward, get a hack reason or an internal error:\n{summary}"
+    assert not bad, ("honest answers that lose hidden reward, get a hack reason or an internal error, or lose the "
+                     f"test reward their tests earn:\n{summary}")
 
 
 def test_honest_exercism_answers_of_policy_tasks_keep_their_rewards() -> None:
