@@ -4,7 +4,8 @@ the one place the writers (``rust_rewards.train``, ``rust_rewards.eval.scoring``
 
 Training run folder: ``params.json`` (the first start's parameters), ``params_history.jsonl`` (one line per start),
 ``metrics.jsonl`` (one line per logged step), ``completions/step_NNNNNN.parquet`` (one row per sampled completion),
-``eval/step_NNNNNN.parquet`` (held-out evaluations), with ``--hints`` ``hints.jsonl`` and ``hint_levels.json``,
+``eval/step_NNNNNN.parquet`` (held-out evaluations), with ``--pass-rate-k`` ``pass_rate_samples.jsonl`` and
+``pass_rates.json``, with ``--hints`` ``hints.jsonl`` and ``hint_levels.json``,
 ``checkpoint-N/``, ``adapter/`` and, while asked to stop, ``STOP``. Eval folder: ``summary.json`` (per model)
 and ``results.parquet`` (one row per completion).
 """
@@ -22,9 +23,11 @@ HELD_OUT_DIR = "eval"
 STEP_GLOB = "step_*.parquet"
 """The per-step parquet files of ``completions/`` and ``eval/``."""
 STOP_FILE = "STOP"
+"""Created in a run folder to stop its training cleanly at the end of the current step (with a checkpoint)."""
 PASS_RATES_FILE = "pass_rates.json"
 """The starting policy's hidden-test passes per training task (``--pass-rate-k``), reused when a run resumes."""
-"""Created in a run folder to stop its training cleanly at the end of the current step (with a checkpoint)."""
+PASS_RATE_SAMPLES_FILE = "pass_rate_samples.jsonl"
+"""The pass-rate filter's samples and verdicts, appended as they come: an interrupted filter resumes from them."""
 HINTS_FILE = "hints.jsonl"
 """With ``--hints``: one line per step, each task's hint fraction in its groups and how many groups had reward
 spread."""

@@ -10,6 +10,7 @@ ends a run the user's input refused with one line and exit code 2.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import sys
@@ -172,10 +173,26 @@ def fill_params(cls: type[P], values: Mapping[str, Any], base: P | None = None) 
     for raw, value in undo_cli_splits(values).items():
         key = str(raw).replace("-", "_")
         if key not in hints:
-            raise ValueError(f"unknown parameter --{str(raw).replace('_', '-')}; known: "
-                             f"{', '.join(flag_name(n) for n in sorted(hints))}")
+            raise ValueError(unknown_flag(str(raw), list(hints)))
         changes[key] = coerce_value(flag_name(key), hints[key], value, infos.get(key))
     return dataclasses.replace(base, **changes) if base is not None else cls(**changes)
+
+
+def unknown_flag(raw: str, names: Sequence[str]) -> str:
+    """The one line refusing the flag ``raw``: the closest of ``names`` (at most 3, ``difflib``), else the number of
+    flags ``--help`` lists.
+
+    >>> unknown_flag("max-step", ["max_steps", "save_steps", "lr"])
+    'unknown parameter --max-step (did you mean --max-steps or --save-steps?)'
+    >>> unknown_flag("bogus", ["max_steps", "lr"])
+    'unknown parameter --bogus (--help lists all 2)'
+    """
+    name = raw.lstrip("-").replace("-", "_")
+    flag, close = flag_name(name), [flag_name(n) for n in difflib.get_close_matches(name, names, n=3)]
+    if not close:
+        return f"unknown parameter {flag} (--help lists all {len(names)})"
+    shown = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+    return f"unknown parameter {flag} (did you mean {shown}?)"
 
 
 def _scalar(flag: str, options: tuple[Any, ...], value: Any) -> Any:

@@ -1,8 +1,12 @@
-"""The system prompts, answer formats and chat layout used by training, inference and eval."""
+"""The system prompts, answer formats and prompt layouts used by training, inference and eval: the chat layout
+(``chat_messages``) and, for a model without a chat template (a base checkpoint), the same conversation as one
+plain completion prompt (``plain_prompt``). ``render_prompt`` is the one place a conversation becomes the text a
+model sees; ``trl_example`` is what a TRL dataset row holds for that model."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 ANSWER_FORMATS = ("solution", "solution+tests")
 """What an answer holds: ``solution``, the requested items alone (fits a small completion budget: the easy tier's
@@ -81,3 +85,80 @@ def chat_messages(
     for answer, feedback in repairs:
         messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": feedback}]
     return messages
+
+
+PLAIN_ANSWER = "### Answer\n"
+"""Where a plain completion prompt ends: the model writes its answer from here."""
+_PLAIN_HEADINGS = {"user": "### Task\n", "assistant": PLAIN_ANSWER}
+_noted: set[str] = set()
+
+
+def plain_prompt(messages: Sequence[Mapping[str, str]]) -> str:
+    """A conversation as one plain completion prompt, for a model without a chat template: the system prompt, the
+    task under ``### Task``, each earlier answer under ``### Answer`` and each later user turn under ``### Feedback``,
+    ending in an open ``### Answer``.
+
+    >>> print(plain_prompt(chat_messages("Write add.", "Be brief.", repairs=[("fn add() {}", "It fails.")])), end="")
+    Be brief.
+    <BLANKLINE>
+    ### Task
+    Write add.
+    <BLANKLINE>
+    ### Answer
+    fn add() {}
+    <BLANKLINE>
+    ### Feedback
+    It fails.
+    <BLANKLINE>
+    ### Answer
+    """
+    parts, users = [], 0
+    for message in messages:
+        role, content = message["role"], str(message["content"]).strip()
+        if role == "system":
+            parts.append(content)
+            continue
+        heading = "### Feedback\n" if role == "user" and users else _PLAIN_HEADINGS.get(role, f"### {role.title()}\n")
+        users += role == "user"
+        parts.append(heading + content)
+    return "\n\n".join(parts) + "\n\n" + PLAIN_ANSWER
+
+
+def has_chat_template(tokenizer: Any) -> bool:
+    """Whether ``tokenizer`` has a chat template; a model without one (a base checkpoint) is prompted with
+    ``plain_prompt``, which is said once per model on the console."""
+    if getattr(tokenizer, "chat_template", None):
+        return True
+    name = str(getattr(tokenizer, "name_or_path", "") or "the model")
+    if name not in _noted:
+        _noted.add(name)
+        print(f"{name}: no chat template; prompting it with a plain completion prompt (system prompt, "
+              f"### Task, {PLAIN_ANSWER.strip()})", flush=True)
+    return False
+
+
+def render_prompt(tokenizer: Any, messages: Sequence[Mapping[str, str]], *, bos: bool = True) -> str:
+    """The text the model sees for ``messages``: its chat template with the generation prompt, or ``plain_prompt``
+    for a model without one (after the BOS token its tokenizer adds, as a chat template writes it). ``bos=False``
+    leaves a leading BOS to the tokenizer (TRL tokenizes text prompts with their special tokens)."""
+    first = tokenizer("", add_special_tokens=True).input_ids[:1]
+    lead = tokenizer.bos_token if tokenizer.bos_token and first == [tokenizer.bos_token_id] else ""
+    if has_chat_template(tokenizer):
+        text = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    else:
+        text = lead + plain_prompt(messages)
+    return text[len(lead):] if not bos and lead and text.startswith(lead) else text
+
+
+def trl_example(example: Mapping[str, Any], tokenizer: Any) -> dict[str, Any]:
+    """A TRL dataset row for ``tokenizer``'s model: unchanged for a model with a chat template (TRL applies it to
+    the conversation); else the conversational ``prompt`` as ``render_prompt`` text (no BOS) and each answer
+    (``completion``, ``chosen``, ``rejected``) as the text of its last turn, which TRL ends with the EOS token."""
+    out = dict(example)
+    if isinstance(out.get("prompt"), str) or has_chat_template(tokenizer):
+        return out
+    out["prompt"] = render_prompt(tokenizer, out["prompt"], bos=False)
+    for key in ("completion", "chosen", "rejected"):
+        if isinstance(out.get(key), list):
+            out[key] = str(out[key][-1]["content"])
+    return out

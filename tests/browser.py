@@ -155,6 +155,63 @@ def wait_for_charts(page: Any, minimum: int, timeout: float = 120.0) -> int:
     raise AssertionError(f"only {count} of {minimum} charts rendered after {timeout:.0f} s")
 
 
+CHART_TEXT_JS = """() => {
+  const svg = document.querySelector('svg'), box = svg.getBoundingClientRect();
+  const drawn = r => r.width > 0 && r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1
+                     && r.bottom <= box.bottom + 1;
+  const texts = role => [...svg.querySelectorAll(`.role-${role} text`)].map(t => [t.textContent,
+                                                                                  drawn(t.getBoundingClientRect())]);
+  const all = ['title-text', 'legend-label', 'axis-title', 'axis-label'].flatMap(texts);
+  return {title: texts('title-text').map(t => t[0]).join(' '),
+          legend_symbols: svg.querySelectorAll('.role-legend-symbol path').length,
+          legend_labels: texts('legend-label').filter(t => t[1] && t[0].trim()).map(t => t[0]),
+          axis_titles: texts('axis-title').map(t => t[0]), axis_labels: texts('axis-label').map(t => t[0]),
+          clipped: all.filter(t => !t[1]).map(t => t[0])};
+}"""
+"""What a chart exported as SVG draws: title, legend symbols, the legend labels drawn within the chart, axis titles
+and labels, and every text that falls (in part) outside the chart's bounds."""
+
+
+@dataclass(frozen=True)
+class ChartText:
+    """The text of one drawn chart (``chart_texts``)."""
+
+    title: str
+    legend_symbols: int
+    legend_labels: list[str]
+    axis_titles: list[str]
+    axis_labels: list[str]
+    clipped: list[str]
+
+
+def chart_texts(page: Any) -> list[ChartText]:
+    """The text of every drawn altair chart of ``page``, as drawn: marimo draws charts on a canvas, so each is
+    exported by the "Save as SVG" link of its vega-embed menu (pressed without opening the menu: the chart's scene at
+    the size drawn) and measured in a second page."""
+    links = page.locator("marimo-vega").filter(has=page.locator(".marks")).get_by_text("Save as SVG")
+    svgs = links.evaluate_all("""async links => Promise.all(links.map(async a => {
+        a.dispatchEvent(new MouseEvent('mousedown'));  // vega-embed makes the SVG and points the link at it
+        for (let i = 0; i < 200 && a.getAttribute('href') === '#'; i++) await new Promise(done => setTimeout(done, 50));
+        if (a.getAttribute('href') === '#') throw new Error('vega-embed made no SVG of a chart in 10 s');
+        return (await fetch(a.href)).text();
+    }))""")
+    viewer = page.context.browser.new_page()
+    try:
+        found = []
+        for svg in svgs:
+            viewer.set_content(svg)
+            found.append(ChartText(**viewer.evaluate(CHART_TEXT_JS)))
+        return found
+    finally:
+        viewer.close()
+
+
+def inner_scroll_areas(page: Any) -> list[str]:
+    """The start of each cell output that scrolls inside itself (taller than the area it is shown in)."""
+    return page.evaluate("""() => [...document.querySelectorAll('.output-area')]
+        .filter(e => e.scrollHeight > e.clientHeight + 1).map(e => e.innerText.slice(0, 60))""")
+
+
 def page_errors(page: Any) -> list[str]:
     """marimo error outputs and traceback texts in the page (Playwright's locators pierce the shadow
     roots marimo renders cell outputs in; ``inner_text`` of the body would not)."""

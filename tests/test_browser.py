@@ -18,9 +18,11 @@ import pytest
 from browser import (
     REPO,
     SCREENSHOTS,
+    chart_texts,
     chromium_page,
     free_port,
     has_text,
+    inner_scroll_areas,
     page_errors,
     require_chromium,
     screenshot,
@@ -28,8 +30,10 @@ from browser import (
     wait_for_charts,
 )
 
-from rust_rewards.runs.records import inspect_run, load_run
+from rust_rewards.params import info_of
+from rust_rewards.runs.records import PASS_CHECKS, inspect_run, load_run, pass_rates
 from rust_rewards.tasks import Task
+from rust_rewards.train.config import TrainParams
 
 pytestmark = pytest.mark.browser
 
@@ -87,6 +91,20 @@ def _assert_clean(page: Any) -> None:
     assert "PosixPath(" not in page.inner_text("body")
 
 
+def _assert_charts_readable(page: Any, completions: pd.DataFrame) -> None:
+    """Every chart as drawn: each legend swatch has its label, no title, legend or axis text runs off the chart; the
+    pass rates name every check in order; the eval chart names its metrics as the table under it does, in its order."""
+    drawn = {chart.title: chart for chart in chart_texts(page)}
+    for chart in drawn.values():
+        assert chart.clipped == [] and chart.legend_symbols == len(chart.legend_labels), chart
+    checks = set(pass_rates(completions)["check"])
+    assert drawn["Pass rates of sampled completions"].legend_labels == [c for c in PASS_CHECKS if c in checks]
+    headers = page.locator("marimo-table").filter(has_text="Summary per model").get_by_role("columnheader")
+    table = [header.split("\n")[0] for header in headers.all_inner_texts()]
+    metrics = [label for label in drawn["Eval: models side by side (95% CI)"].axis_labels if not label.endswith("%")]
+    assert len(metrics) >= 4 and metrics == [column for column in table if column in metrics], (metrics, table)
+
+
 def _set_run_dir(page: Any, path: Path) -> None:
     """Type a new run directory into the dashboard's text field (marimo commits it on Enter)."""
     field = page.locator("input[type='text']").first
@@ -110,6 +128,7 @@ def test_dashboard_shows_a_real_training_run(chromium: Path, tiny_run: Path, eva
             assert has_text(page, text), text
         _assert_clean(page)
         screenshot(page, "dashboard", tmp_path)
+        _assert_charts_readable(page, run.completions)
 
         # the completions table (the eval tables above it have no row checkboxes)
         page.locator("tbody tr").filter(has=page.get_by_role("checkbox")).first.get_by_role("checkbox").click()
@@ -242,6 +261,12 @@ def test_train_in_the_editor_runs_live(chromium: Path, tmp_path: Path) -> None:
         train = page.get_by_role("button", name="Train", exact=True)
         train.wait_for(timeout=120_000)
         editor_paint = time.monotonic() - start
+        # the form shows whole: no cell output scrolls inside itself and every section is there
+        assert inner_scroll_areas(page) == []
+        infos = info_of(TrainParams).values()
+        for heading in [*dict.fromkeys(info.group for info in infos if not info.advanced),
+                        *dict.fromkeys(f"Advanced: {info.group}" for info in infos if info.advanced)]:
+            assert has_text(page, heading, exact=True), heading
         page.get_by_text(f"python train.py --preset tiny --output-dir={out}").wait_for(timeout=30_000)
         generations = page.locator("marimo-number[data-label*='num generations'] input")
         generations.fill("3")

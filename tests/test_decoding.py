@@ -12,7 +12,7 @@ from transformers import DynamicCache, GenerationConfig
 from trl import GRPOTrainer
 
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.decoding import _batches, continuous_config, reserved_cache, sample_ids
+from rust_rewards.eval.decoding import _batches, cache_kwargs, continuous_config, reserved_cache, sample_ids
 from rust_rewards.eval.generation import HFGenerator, SamplingParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.params import fill_params
@@ -97,10 +97,10 @@ def test_reserved_cache_holds_what_dynamic_cache_holds_without_copying(generator
     rooms = []
     with torch.no_grad():
         for cache in caches:
-            model(input_ids=ids, past_key_values=cache, use_cache=True)
+            model(input_ids=ids, use_cache=True, **cache_kwargs(cache))
             cache.batch_select_indices(torch.tensor([0, 0, 1]))
             for token in (13, 14, 15):
-                model(input_ids=torch.full((3, 1), token), past_key_values=cache, use_cache=True)
+                model(input_ids=torch.full((3, 1), token), use_cache=True, **cache_kwargs(cache))
                 rooms.append(cache.layers[0].keys.untyped_storage())  # kept alive: no address is reused
     ours, theirs = caches
     assert ours.get_seq_length() == theirs.get_seq_length() == 7

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 
@@ -48,15 +49,17 @@ def test_usage_prints_each_group_once():
     (["process_data.py", "--source", "no/such.jsonl"], "process_data.py: --source: no such file: no/such.jsonl"),
 ])
 def test_a_users_mistake_in_a_script_is_one_line_and_exit_2(argv, line, tmp_path):
-    proc = subprocess.run([sys.executable, *argv, "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    """Refused before torch, transformers or TRL are imported (``-X importtime`` names every module imported)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *argv, "--out", str(tmp_path / "out")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == line
+    assert [x for x in proc.stderr.splitlines() if not x.startswith("import time:")][-1] == line
+    assert not re.search(r"\|\s+(torch|transformers|trl)$", proc.stderr, re.MULTILINE)
 
 
 @pytest.mark.parametrize("argv, line", [
     (["--smoothing", "2"], "viz.py: --smoothing must be within [0.0, 0.99], got 2.0"),
-    (["--runs", "x"], "viz.py: unknown parameter --runs; known: --eval, --refresh, --run, --smoothing"),
+    (["--runs", "x"], "viz.py: unknown parameter --runs (did you mean --run?)"),
 ])
 def test_a_users_mistake_in_viz_is_one_line_and_exit_2(argv, line):
     proc = subprocess.run([sys.executable, "viz.py", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -64,7 +64,7 @@ def test_run_prints_a_summary_not_the_config(tiny_run, tiny_model_dir):
     assert f"model: {tiny_model_dir}" in before_step
     assert f"data: {TASKS}, 12 tasks" in before_step
     assert "each step: 2 prompts, a group of 4 completions each" in before_step
-    assert any(line.startswith("rewards: build_reward 1, ") for line in before_step)
+    assert any(line.startswith("rewards: build_reward (up to 1) x1, ") for line in before_step)
     assert f"output: {result.output_dir} (full settings: {result.output_dir / 'params.json'})" in before_step
 
 
@@ -113,6 +113,7 @@ def test_tiny_model_build_says_what_it_does(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"building the tiny model in {folder} (once")
     assert len(lines) == PROGRESS_LINES + 2 and lines[-1] == f"tiny model ready in {folder}"
-    assert re.fullmatch(rf"building the tiny model in {folder}: warm start step 16/16 \(loss \d+\.\d\d\)", lines[-2])
+    assert re.fullmatch(rf"building the tiny model in {folder}, warm start: 16/16 steps \(loss \d+\.\d\d\), "
+                        r"[\d.]+ steps/(s|min), took \d+ s", lines[-2])
     build_tiny_model(folder, warm_start=WarmStart(steps=16, batch_size=4))
     assert capsys.readouterr().out == ""  # reused: nothing to say

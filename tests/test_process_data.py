@@ -23,6 +23,8 @@ from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import (
     Dropped,
     ProcessParams,
+    StageResult,
+    check_split,
     dedup_tasks,
     eval_score,
     failure_reason,
@@ -88,7 +90,7 @@ def test_params_from_cli():
     assert (params.tokenizer, params.max_prompt_tokens, params.workers) == ("none", 300, 2)
     assert PROCESS.read({}) == ProcessParams()
     assert ProcessParams().source == "qwen3-rust-finetune/bundled_tasks.jsonl"
-    with pytest.raises(ValueError, match="unknown argument --evalfraction"):
+    with pytest.raises(ValueError, match=r"^unknown parameter --evalfraction \(did you mean --eval-fraction\?\)$"):
         PROCESS.read({"evalfraction": 0.2})
     with pytest.raises(ValueError, match="--seed: expected int, got 'abc'"):
         PROCESS.read({"seed": "abc"})
@@ -467,3 +469,29 @@ def test_a_split_made_with_other_settings_is_not_overwritten_without_asking(tmp_
     assert (out / "eval.parquet").read_bytes() == first
     run_pipeline(dataclasses.replace(other, overwrite=True), log=lambda line: None)
     assert json.loads((out / "manifest.json").read_text())["params"]["seed"] == 4
+
+
+def test_each_dropped_task_is_named_and_a_split_that_cannot_train_is_refused(tmp_path):
+    """The console names every dropped task and why (the first 20 per stage); a split with no training task is
+    refused before anything is written, an empty eval split that --eval-fraction asked for is a warning."""
+    source = write_jsonl(tmp_path / "tasks.jsonl", small_tasks())
+    params = ProcessParams(source=str(source), out=str(tmp_path / "out"), verify=False, tokenizer="none",
+                           eval_fraction=0.1, seed=3)
+    lines: list[str] = []
+    result = run_pipeline(params, log=lines.append)
+    assert "  dropped add-again (dedup: exact duplicate prompt; same prompt as add)" in lines
+    assert len(result.train) == 5 and not result.eval
+    assert [line for line in lines if line.startswith("WARNING")] == [
+        "WARNING: --eval-fraction 0.1: none of the 5 tasks kept falls in the eval split (each goes by a hash of its "
+        "id), so eval.parquet is empty and cannot serve as held-out tasks (train.py --eval-tasks refuses it): add "
+        "tasks, raise --eval-fraction, or give --eval-fraction 0"]
+    with pytest.raises(ValueError, match=r"^--eval-fraction 0.95: all 5 tasks kept fall in the eval split .*none is "
+                                         r"left to train on: lower --eval-fraction, or add tasks$"):
+        run_pipeline(replace(params, out=str(tmp_path / "all-eval"), eval_fraction=0.95), log=lines.append)
+    with pytest.raises(ValueError, match=rf"^--source {source}: all 6 tasks were dropped \(each named above\)"):
+        check_split(params, 6, [], [], lines.append)
+    assert not (tmp_path / "all-eval").exists()
+    many = StageResult("verify", {}, [], [Dropped(f"t{i}", "verify", "compile_error") for i in range(23)])
+    shown = many.dropped_lines()
+    assert shown[0] == "  dropped t0 (verify: compile_error)" and len(shown) == 21
+    assert shown[-1] == "  ... and 3 more (manifest.json lists every dropped task)"

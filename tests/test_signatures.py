@@ -1,13 +1,12 @@
 """Static required-item checks: references and prompts as specs, attacks that must fail, honest variants that pass."""
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
-from rust_rewards.rust.signatures import ItemCheck, check_items, required_items
+from rust_rewards.rust.signatures import ItemCheck, _scan, check_items, required_items
 
 BUNDLED = [json.loads(line) for line in (ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl").read_text().splitlines()]
 MULTIPLE = Path("/work/shared/benchmarks/multiple_humaneval_rs.jsonl")
@@ -329,15 +328,17 @@ def test_honest_variants_pass(code, spec):
     assert check_items(code, spec) == ItemCheck()
 
 
-def test_fast_enough():
-    """Under 5 ms per uncached call on a typical ~50-line completion (best of three rounds, for a busy machine)."""
+def test_a_repeated_check_comes_from_the_cache_and_a_new_completion_is_scanned():
+    """``check_items`` is cheap by its caches (timed in ``benchmarks/signatures.py``, docs/measurements.md): the same
+    completion again is no new scan and gets the same verdict; one that differs by a comment is scanned anew and
+    judged the same."""
     row = next(row for row in BUNDLED if 40 <= len(row["reference_code"].splitlines()) <= 70)
-    code, rounds = row["reference_code"], []
-    for spec in (code, row["prompt"]):
-        check_items(code, spec)
-        for r in range(3):
-            start = time.perf_counter()
-            for i in range(20):
-                check_items(f"{code}\n// {spec[:5]} {r} {i}\n", spec)
-            rounds.append((time.perf_counter() - start) / 20)
-    assert min(rounds[:3]) < 0.005 and min(rounds[3:]) < 0.005
+    code, prompt = row["reference_code"], row["prompt"]
+    private = code.replace("pub fn", "fn", 1)
+    verdicts = {(c, s): check_items(c, s) for c in (code, private) for s in (code, prompt)}
+    misses = _scan.cache_info().misses
+    assert all(check_items(c, s) == verdict for (c, s), verdict in verdicts.items())
+    assert _scan.cache_info().misses == misses
+    assert check_items(f"{code}\n// another sample\n", code) == ItemCheck() == verdicts[code, prompt]
+    assert _scan.cache_info().misses == misses + 1
+    assert verdicts[private, code].mismatched  # the cached verdicts still tell the two apart

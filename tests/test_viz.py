@@ -14,8 +14,9 @@ from conftest import ROOT
 from rust_rewards.eval.metrics import summarize
 from rust_rewards.report import Report
 from rust_rewards.rewards import REWARD_FUNCS, rewards_from_report, weighted_total
-from rust_rewards.runs.overview import VizParams, run_overview
+from rust_rewards.runs.overview import VizParams, pass_rate_lines, run_overview
 from rust_rewards.runs.records import (
+    PASS_CHECKS,
     RunLogError,
     completion_table,
     ema,
@@ -305,7 +306,7 @@ def test_eval_dir(tmp_path: Path) -> None:
     assert logs.summaries["grpo"].build_rate == pytest.approx(0.75)
     spec = charts.eval_chart(logs).to_dict()
     rows = next(iter(spec["datasets"].values()))
-    build = {r["model"]: r for r in rows if r["metric"] == "build_rate"}
+    build = {r["model"]: r for r in rows if r["metric"] == "build"}  # the table's wording
     assert build["base"]["value"] == pytest.approx(0.5)
     assert build["base"]["lo"] < 0.5 < build["base"]["hi"]
     assert charts.eval_error_chart(logs) is not None
@@ -337,7 +338,7 @@ def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
     done = _script("--run", str(run_dir))
     assert done.returncode == 0, done.stderr
     assert "last_step: 3" in done.stdout
-    assert "build pass: 1\n" in done.stdout and "clippy pass: 0.75" in done.stdout
+    assert "\n  build: 1 (4 of 4)\n" in done.stdout and "\n  clippy: 0.75 (3 of 4)\n" in done.stdout
     assert "E0308 (3)" in done.stdout
     eval_dir = write_eval_dir(tmp_path / "eval")
     done = _script("--run", str(run_dir), "--eval", str(eval_dir))
@@ -349,6 +350,15 @@ def test_script_mode_prints_a_summary(run_dir: Path, tmp_path: Path) -> None:
     done = _script("--run", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "nothing to show" in done.stdout and "not a training run" in done.stdout
+
+
+def test_the_text_summary_says_what_each_pass_rate_is_a_share_of(run_dir: Path) -> None:
+    head, *rates = pass_rate_lines(load_run(run_dir))
+    assert head.startswith("pass rates of step 3's sampled completions") and "on-task answers only" in head
+    assert "  build: 1 (4 of 4)" in rates and "  clippy: 0.75 (3 of 4)" in rates
+    names = [line.split(":")[0].strip() for line in rates]
+    assert len(names) >= 3 and names == [check for check in PASS_CHECKS if check in names]
+    assert not any("pass" in key for key in run_overview(load_run(run_dir)))  # the rates are in these lines only
 
 
 def test_a_supervised_run_shows_its_loss_and_no_rewards(tmp_path: Path) -> None:
@@ -376,7 +386,7 @@ def test_pass_rates_agree_with_the_rewards_for_answers_to_another_task() -> None
                                 "mismatched": [[], ["add: expected fn(i32, i32) -> i32, found fn(i64, i64) -> i64"]]})
     rates = pass_rates(completions).set_index("check")["rate"].to_dict()
     # a signature mismatch is named apart from the hack flags (banned constructs)
-    assert rates == {"answers the task": 0.5, "signatures match": 0.5, "no hack flag": 0.5, "build": 0.5,
+    assert rates == {"on task": 0.5, "signatures match": 0.5, "no hack flag": 0.5, "build": 0.5,
                      "clippy": 0.0, "hidden tests": 0.5}
     encoding = charts.pass_rate_chart(completions).to_dict()["encoding"]
     assert encoding["strokeDash"]["field"] == encoding["color"]["field"] == "check"  # equal lines stay apart

@@ -477,14 +477,35 @@ def _read_parquet(path: Path, issues: list[Issue]) -> list[tuple[int, dict[str, 
 _READERS = {".jsonl": _read_jsonl, ".json": _read_json, ".parquet": _read_parquet}
 
 
+def is_local_source(source: str | os.PathLike[str]) -> bool:
+    """Whether ``load_tasks`` reads ``source`` as a local file: an existing path or a name ending .jsonl/.json/.parquet
+    (anything else names a Hugging Face dataset)."""
+    text = os.fspath(source)
+    return Path(text).exists() or text.lower().endswith(LOCAL_SUFFIXES)
+
+
+def task_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``load_file`` cannot open ``path`` (another type, missing, a folder, unreadable), or None; reads nothing,
+    so a command line can refuse it before anything loads."""
+    path = Path(path)
+    if path.suffix.lower() not in _READERS:
+        return f"unsupported file type (expected {', '.join(LOCAL_SUFFIXES)})"
+    if path.is_dir():
+        return "a folder, not a task file"
+    if not path.is_file():
+        return "task file not found"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
 def load_file(path: str | os.PathLike[str], label: str | None = None) -> list[Task]:
     """Tasks from a local ``.jsonl`` / ``.json`` / ``.parquet`` file in any known row format."""
     path = Path(path)
-    reader = _READERS.get(path.suffix.lower())
-    if reader is None:
-        raise TaskSourceError(f"{path}: unsupported file type (expected {', '.join(LOCAL_SUFFIXES)})")
-    if not path.is_file():
-        raise TaskSourceError(f"task file not found: {path}")
+    problem = task_file_problem(path)
+    if problem is not None:
+        raise TaskSourceError(f"{path}: {problem}")
+    reader = _READERS[path.suffix.lower()]
     issues: list[Issue] = []
     rows = reader(path, issues)
     if issues:
@@ -537,6 +558,6 @@ def load_tasks(source: str | os.PathLike[str], *, split: str | None = None, oxen
     text = os.fspath(source)
     if oxen_repo:
         return load_oxen(oxen_repo, text, revision=revision)
-    if Path(text).exists() or text.lower().endswith(LOCAL_SUFFIXES):
+    if is_local_source(text):
         return load_file(text)
     return load_hf(text, split=split, revision=revision)

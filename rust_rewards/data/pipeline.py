@@ -28,8 +28,8 @@ from rust_rewards.atomic import write_json_atomic, write_parquet_atomic
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.hub import hub_reachable, looks_local
 from rust_rewards.layout import TASK_FILES
-from rust_rewards.params import fill_params, param
-from rust_rewards.prompts import chat_messages
+from rust_rewards.params import fill_params, param, unknown_flag
+from rust_rewards.prompts import chat_messages, render_prompt
 from rust_rewards.tasks import TASK_COLUMNS, Task
 from rust_rewards.verify.verifier import BACKENDS, verifier_for
 
@@ -100,9 +100,20 @@ class ProcessParams:
         names = [f.name for f in fields(cls)]
         unknown = [key for key in values if key not in names]
         if unknown:
-            known = ", ".join("--" + name.replace("_", "-") for name in names)
-            raise ValueError(f"unknown argument --{unknown[0].replace('_', '-')}; known: {known}, --no-verify")
+            raise ValueError(unknown_flag(unknown[0], [*names, "no_verify"]))
         return fill_params(cls, values)
+
+
+def process_command(path: str) -> str:
+    """The ``process_data.py`` command that writes ``path`` when it is one of its splits (``DIR/train.parquet``,
+    ``DIR/eval.parquet``), else ''.
+
+    >>> process_command("qwen3-rust-finetune/processed/train.parquet")
+    'python process_data.py --source FILE.jsonl --out qwen3-rust-finetune/processed'
+    """
+    out = Path(path)
+    return f"python process_data.py --source FILE.jsonl --out {out.parent}" if out.name in (TRAIN_FILE, EVAL_FILE) \
+        else ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,13 @@ class Dropped:
     stage: str
     reason: str
     detail: str = ""
+
+    def __str__(self) -> str:
+        return f"dropped {self.task_id} ({self.stage}: {self.reason}{f'; {self.detail}' if self.detail else ''})"
+
+
+DROPPED_SHOWN = 20
+"""Dropped tasks the console names per stage; the manifest lists every one."""
 
 
 @dataclass
@@ -130,6 +148,12 @@ class StageResult:
         """The stage as recorded in the manifest."""
         return {"name": self.name, "params": self.params, "kept": len(self.kept),
                 "dropped": len(self.dropped), **self.stats, "seconds": round(self.seconds, 3)}
+
+    def dropped_lines(self) -> list[str]:
+        """One console line per dropped task (its id and why), the first ``DROPPED_SHOWN``, then how many more."""
+        more = len(self.dropped) - DROPPED_SHOWN
+        return ([f"  {d}" for d in self.dropped[:DROPPED_SHOWN]]
+                + ([f"  ... and {more} more ({MANIFEST_FILE} lists every dropped task)"] if more > 0 else []))
 
 
 def normalise_prompt(prompt: str) -> str:
@@ -312,11 +336,9 @@ def load_tokenizer(name: str) -> tuple[Any | None, str]:
 
 
 def count_prompt_tokens(tasks: list[Task], tokenizer: Any) -> list[int]:
-    """Tokens of each task's chat prompt (system prompt included, generation prompt added)."""
-    texts = [
-        tokenizer.apply_chat_template(chat_messages(t.prompt), tokenize=False, add_generation_prompt=True)
-        for t in tasks
-    ]
+    """Tokens of each task's prompt as the model sees it (``render_prompt``: the chat template with the system prompt
+    and the generation prompt, or the plain completion prompt of a model without one)."""
+    texts = [render_prompt(tokenizer, chat_messages(t.prompt)) for t in tasks]
     if not texts:
         return []
     return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
@@ -394,6 +416,24 @@ def check_overwrite(params: ProcessParams) -> None:
                          "it, or choose another --out")
 
 
+def check_split(params: ProcessParams, loaded: int, train: list[Task], held_out: list[Task],
+                log: Callable[[str], None]) -> None:
+    """Refuse (``ValueError`` naming the flag, before anything is written) a split with nothing to train on; warn
+    about an empty eval split that ``--eval-fraction`` asked for."""
+    if not train and not held_out:
+        raise ValueError(f"--source {params.source}: all {loaded} tasks were dropped (each named above), none is left "
+                         "to train on: fix them, or keep them (--no-verify, a higher --max-prompt-tokens or "
+                         "--near-dup-threshold)")
+    if not train:
+        raise ValueError(f"--eval-fraction {params.eval_fraction}: all {len(held_out)} tasks kept fall in the eval "
+                         "split (each goes by a hash of its id), none is left to train on: lower --eval-fraction, or "
+                         "add tasks")
+    if not held_out and params.eval_fraction > 0:
+        log(f"WARNING: --eval-fraction {params.eval_fraction}: none of the {len(train)} tasks kept falls in the eval "
+            f"split (each goes by a hash of its id), so {EVAL_FILE} is empty and cannot serve as held-out tasks "
+            "(train.py --eval-tasks refuses it): add tasks, raise --eval-fraction, or give --eval-fraction 0")
+
+
 def write_outputs(out_dir: Path, train: list[Task], held_out: list[Task],
                   manifest: dict[str, Any]) -> dict[str, Any]:
     """Write train/eval parquet, then the manifest (with their sha256) last, each atomically."""
@@ -435,6 +475,8 @@ def run_pipeline(params: ProcessParams, progress: Callable[[int, int], None] | b
     dedup = dedup_tasks(tasks, params.near_dup_threshold)
     log(f"dedup: kept {len(dedup.kept)}, dropped {dedup.stats['exact_duplicates']} exact and "
         f"{dedup.stats['near_duplicates']} near duplicates")
+    for line in dedup.dropped_lines():
+        log(line)
     verified = verify_tasks(dedup.kept, enabled=params.verify, workers=params.workers, backend=params.verifier,
                             ray_address=params.ray_address, progress=progress)
     log(f"verify: kept {len(verified.kept)}, dropped {len(verified.dropped)}, "
@@ -443,6 +485,8 @@ def run_pipeline(params: ProcessParams, progress: Callable[[int, int], None] | b
     if verified.stats.get("failures_by_reason"):
         log(f"verify failures by reason: {verified.stats['failures_by_reason']}; "
             f"error codes: {verified.stats['error_codes']}")
+    for line in verified.dropped_lines():
+        log(line)
     if verified.stats.get("failures_by_reason", {}).get("verifier_error"):
         log("WARNING: some references failed without any compiler message: the verifier itself failed "
             "(another verifier process sharing the sandbox uids, or resource limits); re-run when idle")
@@ -453,7 +497,10 @@ def run_pipeline(params: ProcessParams, progress: Callable[[int, int], None] | b
                           note=note)
     log(f"token budget: kept {len(budget.kept)}, dropped {len(budget.dropped)} over "
         f"{params.max_prompt_tokens} tokens" + (f" ({note})" if tokenizer is None else ""))
+    for line in budget.dropped_lines():
+        log(line)
     train, held_out = split_tasks(budget.kept, params.eval_fraction, params.seed)
+    check_split(params, loaded, train, held_out, log)
     stages = [dedup, verified, budget]
     manifest = {
         "source": {"source": params.source, "oxen_repo": params.oxen_repo or None,

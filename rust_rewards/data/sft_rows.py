@@ -21,6 +21,10 @@ from rust_rewards.report import Report
 from rust_rewards.tasks import Task
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
+
+class NoSFTRowsError(ValueError):
+    """No task of a source has a verified reference answer: nothing to train the supervised stage on."""
+
 SKIP_REASONS = ("no_reference", "tests_not_unit", "answer_too_long", "failed_verification", "verifier_error")
 
 
@@ -89,6 +93,6 @@ def sft_rows(tasks: Sequence[Task], source: str, count_tokens: Callable[[str], i
         out.rows.append({"prompt": chat_messages(task.prompt, system_prompt(answer_format)),
                          "completion": [{"role": "assistant", "content": answer}], "task_id": task.task_id})
     if not out.rows:
-        raise ValueError(f"{source}: no task has a verified reference answer to train on "
+        raise NoSFTRowsError(f"{source}: no task has a verified reference answer to train on "
                          f"({len(tasks)} tasks; skipped: {dict(out.skipped)})")
     return out

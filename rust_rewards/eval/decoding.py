@@ -13,15 +13,23 @@
   whole packed batch (``benchmarks/generation.py``).
 
 Every engine returns, per prompt, the new token ids (an end-of-sequence token, when one was sampled, and possibly
-padding after it). Sampling settings come from a ``GenerationConfig``.
+padding after it). Sampling settings come from a ``GenerationConfig``. With a ``FenceStop`` an answer also ends at
+the closing fence of its ```rust block (``grouped`` and ``padded`` stop decoding it there), followed by the end token
+the model did not write. The KV cache reaches the model through ``cache_kwargs`` (transformers' current name).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from rust_rewards.prompts import has_chat_template
+from rust_rewards.rust.extract import rust_block_closed
 
 ENGINES = ("grouped", "padded", "continuous")
 POLICY_ENGINES = (*ENGINES, "vllm")
@@ -32,13 +40,99 @@ DEFAULT_SEGMENT = 16
 """Tokens decoded between two removals of finished sequences (``benchmarks/generation.py`` measured 8-32)."""
 CPU_MAX_BATCH_TOKENS = 512
 """Tokens one continuous-batching forward takes on the CPU."""
+FENCE_STOPS = ("auto", "on", "off")
+"""``--stop-at-fence``: end each answer after the closing fence of its ```rust block for a model without a chat
+template (``auto``: a base checkpoint, which seldom writes its end token), for every model (``on``), or never
+(``off``: the end token or the length limit)."""
+
+
+@functools.cache
+def cache_argument() -> str:
+    """The keyword a transformers model and its ``generate`` take the KV cache by: ``cache`` from transformers 5.24
+    on (where ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before."""
+    from transformers import GenerationMixin
+
+    names = inspect.signature(GenerationMixin.prepare_inputs_for_generation).parameters
+    return "cache" if "cache" in names else "past_key_values"
+
+
+def cache_kwargs(cache: Any) -> dict[str, Any]:
+    """``cache`` as the keyword argument of a model call or ``generate`` (``cache_argument``)."""
+    return {cache_argument(): cache}
+
+
+@dataclass
+class FenceStop:
+    """Ends an answer after the fence that closes its ```rust block, as if the model had written ``end_id`` there
+    (so rewards, TRL and eval count it as finished, not cut at the length limit)."""
+
+    tokenizer: Any
+    end_id: int
+
+    @functools.cached_property
+    def ticks(self) -> frozenset[int]:
+        """Ids of the tokens holding a backtick: only such a token can close a fence."""
+        tokens = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        return frozenset(i for i, t in enumerate(tokens) if t and ("`" in t or t == "<0x60>"))
+
+    def closed(self, ids: Sequence[int]) -> bool:
+        """Whether the text of ``ids`` holds a closed ```rust block."""
+        return rust_block_closed(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+
+    def end(self, ids: Sequence[int]) -> int | None:
+        """How many of ``ids`` run up to the token closing their ```rust block (None: no closed block)."""
+        return next((j + 1 for j, t in enumerate(ids) if t in self.ticks and self.closed(ids[: j + 1])), None)
+
+    def cut(self, ids: Sequence[int], ends: Sequence[int], limit: int) -> list[int]:
+        """New tokens ``ids`` kept up to their closing fence, then the end token (``end_id``, or the first of
+        ``ends`` when it is none of them); unchanged when an end token of ``ends`` comes first, no block closes, or
+        the end token would pass ``limit`` tokens."""
+        ids = list(ids)
+        first = end_index(ids, set(ends))
+        fence = self.end(ids if first is None else ids[:first])
+        if fence is None or fence >= limit:
+            return ids
+        return [*ids[:fence], self.end_id if self.end_id in ends or not ends else ends[0]]
+
+    def criteria(self, start: int) -> Any:
+        """A ``StoppingCriteria`` ending each row of one ``generate`` call once its tokens after column ``start``
+        close a ```rust block; its ``stopped`` (a bool per row, None before the first token) says which it ended."""
+        import torch
+        from transformers import StoppingCriteria
+
+        stop = self
+
+        class FenceClosed(StoppingCriteria):
+            stopped: Any = None
+
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                if self.stopped is None:
+                    self.stopped = torch.zeros(len(input_ids), dtype=torch.bool, device=input_ids.device)
+                    self.ticks = torch.tensor(sorted(stop.ticks), dtype=torch.long, device=input_ids.device)
+                rows = torch.nonzero(~self.stopped & torch.isin(input_ids[:, -1], self.ticks)).flatten()
+                for row in rows.tolist():
+                    self.stopped[row] = stop.closed(input_ids[row, start:].tolist())
+                return self.stopped.clone()
+
+        return FenceClosed()
+
+
+def fence_stop(tokenizer: Any, mode: str = "auto") -> FenceStop | None:
+    """The ``FenceStop`` that ``--stop-at-fence mode`` (one of ``FENCE_STOPS``) gives ``tokenizer``'s model; None when
+    off, for a model with a chat template under ``auto``, or without an end token."""
+    if mode not in FENCE_STOPS:
+        raise ValueError(f"--stop-at-fence: expected one of {', '.join(FENCE_STOPS)}; got {mode!r}")
+    if mode == "off" or (mode == "auto" and has_chat_template(tokenizer)) or tokenizer.eos_token_id is None:
+        return None
+    return FenceStop(tokenizer, int(tokenizer.eos_token_id))
 
 
 def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, engine: str = DEFAULT_ENGINE,
-               batch_size: int = 64, segment: int = DEFAULT_SEGMENT) -> list[list[int]]:
+               batch_size: int = 64, segment: int = DEFAULT_SEGMENT, stop: FenceStop | None = None) -> list[list[int]]:
     """New token ids for each of ``prompts`` (lists of ids, unpadded), sampled by ``engine`` with ``config`` (a
     ``GenerationConfig`` holding ``max_new_tokens``, ``pad_token_id``, ``eos_token_id`` and the sampling
-    settings); ``batch_size``: sequences decoded together (``grouped``, ``padded``)."""
+    settings); ``batch_size``: sequences decoded together (``grouped``, ``padded``). With ``stop``, answers end at
+    their closing fence (``FenceStop.cut``; ``grouped`` and ``padded`` stop decoding them there)."""
     if engine not in POLICY_ENGINES:
         raise ValueError(f"unknown generation engine {engine!r}; choose one of {', '.join(POLICY_ENGINES)}")
     if not prompts:
@@ -48,12 +142,16 @@ def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, eng
 
         from rust_rewards.eval import vllm_engine
 
-        return vllm_engine.sample_ids(model, prompts, config, end_ids(config), seed=torch.initial_seed() % 2**31)
-    if engine == "continuous":
-        return _continuous(model, prompts, config)
-    if engine == "padded" or min(len(p) for p in prompts) < 2:
-        return _padded(model, prompts, config, batch_size)
-    return _grouped(model, prompts, config, batch_size, segment)
+        new = vllm_engine.sample_ids(model, prompts, config, end_ids(config), seed=torch.initial_seed() % 2**31)
+    elif engine == "continuous":
+        new = _continuous(model, prompts, config)
+    elif engine == "padded" or min(len(p) for p in prompts) < 2:
+        new = _padded(model, prompts, config, batch_size, stop)
+    else:
+        new = _grouped(model, prompts, config, batch_size, segment, stop)
+    if stop is None:
+        return new
+    return [stop.cut(row, end_ids(config), config.max_new_tokens) for row in new]
 
 
 def end_ids(config: Any) -> list[int]:
@@ -88,7 +186,8 @@ def _left_padded(prompts: Sequence[Sequence[int]], pad_id: int, device: Any) -> 
     return ids.to(device), mask.to(device)
 
 
-def _padded(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_size: int) -> list[list[int]]:
+def _padded(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_size: int,
+            stop: FenceStop | None = None) -> list[list[int]]:
     import torch
 
     device = next(model.parameters()).device
@@ -98,7 +197,8 @@ def _padded(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_siz
         rows = order[start : start + batch_size]
         ids, mask = _left_padded([prompts[i] for i in rows], config.pad_token_id, device)
         with torch.no_grad():
-            seq = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+            seq = model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                 stopping_criteria=_criteria(stop, ids.shape[1]))
         for i, new in zip(rows, seq[:, ids.shape[1]:].tolist(), strict=True):
             out[i] = new
     return out
@@ -121,8 +221,15 @@ def _batches(prompts: Sequence[Sequence[int]], batch_size: int) -> list[list[tup
     return batches
 
 
+def _criteria(stop: FenceStop | None, start: int) -> Any:
+    """The stopping criteria of one ``generate`` call: ``stop``'s, or none."""
+    from transformers import StoppingCriteriaList
+
+    return StoppingCriteriaList([] if stop is None else [stop.criteria(start)])
+
+
 def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_size: int,
-             segment: int) -> list[list[int]]:
+             segment: int, stop: FenceStop | None = None) -> list[list[int]]:
     import torch
     from transformers import GenerationConfig
 
@@ -140,8 +247,8 @@ def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_si
         cache = reserved_cache(limit)
         with torch.no_grad():
             # every prompt but its last token once: generate then feeds that token per sample
-            model.generate(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], past_key_values=cache,
-                           generation_config=prefill)
+            model.generate(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], generation_config=prefill,
+                           **cache_kwargs(cache))
             rows = torch.tensor([r for r, (_, owners) in enumerate(batch) for _ in owners], device=device)
             cache.batch_select_indices(rows)
             ids, mask = ids[rows], mask[rows]
@@ -149,11 +256,14 @@ def _grouped(model: Any, prompts: Sequence[Sequence[int]], config: Any, batch_si
             start, produced = ids.shape[1], 0
             while owners:
                 step = config.max_new_tokens = min(segment, limit - produced)
-                seq = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache,
-                                     generation_config=config).sequences
+                criteria = _criteria(stop, start)
+                seq = model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                     stopping_criteria=criteria, **cache_kwargs(cache)).sequences
                 new = seq[:, ids.shape[1]:]
                 produced += new.shape[1]
                 ended = torch.isin(new, stops).any(dim=1) | (produced >= limit) | (new.shape[1] < step)
+                if criteria and criteria[0].stopped is not None:
+                    ended |= criteria[0].stopped
                 for row in torch.nonzero(ended).flatten().tolist():
                     out[owners[row]] = seq[row, start:].tolist()
                 keep = torch.nonzero(~ended).flatten()

@@ -27,9 +27,9 @@ import pandas as pd
 
 from rust_rewards.atomic import write_parquet_atomic
 from rust_rewards.cpus import keep_freed_memory
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, sample_ids
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, fence_stop, sample_ids
 from rust_rewards.models.gguf import resolve_model
-from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, chat_messages, system_prompt
+from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, chat_messages, render_prompt, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS, feedback_message
 from rust_rewards.tasks import Task
@@ -127,10 +127,8 @@ def render_chat(
     tokenizer: Any, task_prompt: str, system_prompt: str = SYSTEM_PROMPT, repairs: Sequence[tuple[str, str]] = ()
 ) -> str:
     """The exact text the model sees: training's system prompt + task (+ repair turns: previous answer,
-    feedback), through the chat template."""
-    return tokenizer.apply_chat_template(
-        chat_messages(task_prompt, system_prompt, repairs), tokenize=False, add_generation_prompt=True
-    )
+    feedback), through the chat template (a model without one: the plain completion prompt, ``render_prompt``)."""
+    return render_prompt(tokenizer, chat_messages(task_prompt, system_prompt, repairs))
 
 
 def token_counter(tokenizer: Any) -> Callable[[str], int]:
@@ -162,7 +160,8 @@ class HFGenerator:
     (merged or not).
 
     Sampling matches TRL's GRPO defaults (no top-k, repetition penalty 1.0), whatever the model's own
-    generation config says.
+    generation config says. ``stop_at_fence`` (one of ``decoding.FENCE_STOPS``): whether answers end at the closing
+    fence of their ```rust block (``auto``: for a model without a chat template).
     """
 
     backend = "hf"
@@ -179,6 +178,7 @@ class HFGenerator:
         device: str | None = None,
         seed: int = 0,
         engine: str = DEFAULT_ENGINE,
+        stop_at_fence: str = "auto",
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -201,6 +201,7 @@ class HFGenerator:
         self.model = net.to(self.device).eval()
         self.batch_size = batch_size
         self.engine = engine
+        self.stop = fence_stop(self.tokenizer, stop_at_fence)
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None} or {self.tokenizer.eos_token_id}
         torch.manual_seed(seed)
@@ -221,7 +222,7 @@ class HFGenerator:
         """One completion per prompt, in order."""
         ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         new = sample_ids(self.model, ids, self.generation_config(params), engine=self.engine,
-                         batch_size=self.batch_size)
+                         batch_size=self.batch_size, stop=self.stop)
         return [decode_generation(self.tokenizer, row, self.eos_ids, params.max_new_tokens) for row in new]
 
 
@@ -276,16 +277,18 @@ def vllm_available() -> bool:
 def make_generator(
     backend: str, model: str, adapter: str | None = None, *, merge: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE, seed: int = 0, answer_format: str = "solution+tests",
-    engine: str = DEFAULT_ENGINE, engine_kwargs: dict[str, Any] | None = None,
+    engine: str = DEFAULT_ENGINE, engine_kwargs: dict[str, Any] | None = None, stop_at_fence: str = "auto",
 ) -> Generator:
     """Build a backend by name: ``hf`` (always available) or ``vllm`` (needs the package; on CPU vLLM's CPU build),
     prompting for ``answer_format``. A ``.gguf`` ``model`` is read from its converted local folder
-    (``rust_rewards.models.gguf``); ``engine_kwargs`` go to vLLM's ``LLM`` (such as ``dtype``)."""
+    (``rust_rewards.models.gguf``); ``engine_kwargs`` go to vLLM's ``LLM`` (such as ``dtype``); ``stop_at_fence``:
+    ``HFGenerator``'s."""
     system = system_prompt(answer_format)
     model = resolve_model(model)
     generator: Generator
     if backend == "hf":
-        generator = HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed, engine=engine)
+        generator = HFGenerator(model, adapter, merge=merge, batch_size=batch_size, seed=seed, engine=engine,
+                                stop_at_fence=stop_at_fence)
     elif backend == "vllm":
         if not vllm_available():
             raise RuntimeError("backend 'vllm' requested but the vllm package is not installed")

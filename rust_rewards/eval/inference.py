@@ -12,7 +12,7 @@ import pandas as pd
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES, FENCE_STOPS
 from rust_rewards.eval.generation import (
     BACKENDS,
     DEFAULT_BATCH_SIZE,
@@ -74,6 +74,9 @@ class InferenceParams:
                         "prompt's prefill, finished answers leave the batch), `padded` (one generate call per batch) "
                         "or `continuous` (transformers' continuous batching; slow on CPU)", group="Backend",
                         advanced=True, choices=ENGINES)
+    stop_at_fence: str = param("auto", help="end each answer after the closing fence of its ```rust block (hf "
+                               "backend; `auto`: for a model without a chat template, a base model that seldom "
+                               "stops by itself; `on`; `off`)", group="Backend", advanced=True, choices=FENCE_STOPS)
     batch_size: int = param(DEFAULT_BATCH_SIZE, help="sequences decoded together (hf backend)", group="Backend",
                             advanced=True, bounds=(1, None))
     chunk_size: int = param(DEFAULT_CHUNK_SIZE, help="completions per chunk written to disk (at most what an "
@@ -150,7 +153,7 @@ def run_inference(
         log.info("resuming: %d of %d completions already in %s", have, wanted, params.out_path())
     generator = make_generator(backend, params.model, params.adapter or None, merge=params.merge,
                                batch_size=params.batch_size, seed=params.seed, answer_format=params.answer_format,
-                               engine=params.engine)
+                               engine=params.engine, stop_at_fence=params.stop_at_fence)
     rows = generate_predictions(
         tasks, generator, sampling, params.out_path(),
         model=params.model_name(), base_model=params.model, adapter=params.adapter or None,

@@ -353,6 +353,11 @@ FLAG_NOTE = ("`hack flags`: likely reward hacks (a banned construct, or own test
              "(an answer to another task); `signature mismatch`: required items with other signatures than the "
              "task's. The last two are honest misses, not hacks.")
 """What the three flag columns of ``comparison_table`` count, for the notebooks."""
+RATE_LABELS = {"build_rate": "build", "clippy_rate": "clippy", "test_rate": "test",
+               "hidden_pass_at_1": "hidden pass@1"}
+"""Summary rate -> its column in the printed tables, before pass@k and ``FLAG_COLUMNS``."""
+METRIC_LABELS = {**RATE_LABELS, **FLAG_COLUMNS}
+"""Every rate of ``ROUND_METRICS`` -> the wording of the tables, which the charts' axes use too."""
 
 
 def comparison_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
@@ -362,8 +367,7 @@ def comparison_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
     for model, s in summaries.items():
         row: dict[str, Any] = {
             "model": model, "n": s.n, "tasks": s.n_tasks,
-            "build": s.build_rate, "clippy": s.clippy_rate, "test": s.test_rate,
-            "hidden pass@1": s.hidden_pass_at_1,
+            **{label: getattr(s, name) for name, label in RATE_LABELS.items()},
         }
         row.update({f"pass@{k}": v for k, v in s.pass_at_k.items()})
         row.update({label: getattr(s, name) for name, label in FLAG_COLUMNS.items()})
@@ -374,7 +378,7 @@ def comparison_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-ROUND_METRICS = ("build_rate", "clippy_rate", "test_rate", "hidden_pass_at_1", *FLAG_COLUMNS)
+ROUND_METRICS = (*RATE_LABELS, *FLAG_COLUMNS)
 
 
 def round_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
@@ -394,8 +398,8 @@ def round_metrics(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
 def rounds_table(summaries: dict[str, ModelSummary]) -> pd.DataFrame:
     """One row per (model, round): n, revised answers, rates, hidden pass@1 (pass@1 after that many rounds)."""
     return pd.DataFrame(
-        [{"model": model, "round": r.round, "n": r.n, "revised": r.revised, "build": r.build_rate,
-          "clippy": r.clippy_rate, "test": r.test_rate, "hidden pass@1": r.hidden_pass_at_1,
+        [{"model": model, "round": r.round, "n": r.n, "revised": r.revised,
+          **{label: getattr(r, name) for name, label in RATE_LABELS.items()},
           "hidden pass@1 95% CI": r.ci.get("hidden_pass_at_1"),
           **{label: getattr(r, name) for name, label in FLAG_COLUMNS.items()}}
          for model, s in summaries.items() for r in s.rounds])

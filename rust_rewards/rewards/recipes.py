@@ -38,7 +38,8 @@ def max_total(weights: dict[str, float], hidden_tests: bool = True) -> float:
 RECIPES: dict[str, Recipe] = {
     "correctness": Recipe(
         "correctness", {"hidden_test_reward": 1.0, "build_reward": 0.25, "format_reward": 0.1}, "solution",
-        "hidden tests dominant (2.0), build 0.25 as shaping, format 0.1; the solution alone"),
+        "hidden tests dominant (up to 2 x1), build as shaping (up to 1 x0.25), format (up to 1 x0.1); the solution "
+        "alone"),
     "published": Recipe(
         "published", dict(DEFAULT_WEIGHTS), "solution+tests",
         "the seed's: build, clippy, own tests, non-empty, test block, assertions, hidden tests, all 1.0 on the "

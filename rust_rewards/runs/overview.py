@@ -44,7 +44,8 @@ class VizParams:
 
 
 def run_overview(run: RunLogs) -> dict[str, object]:
-    """The latest numbers of a run: last step, total reward, pass rates of the last logged step."""
+    """The latest numbers of a run: last step, total reward, loss, verifier trouble, top error codes (the pass rates:
+    ``pass_rate_lines``)."""
     summary: dict[str, object] = {"run": str(run.path), "last_step": run.last_step,
                                   "completions": len(run.completions)}
     if run.history:
@@ -57,14 +58,23 @@ def run_overview(run: RunLogs) -> dict[str, object]:
     if not health.empty:
         summary["internal errors"] = int(health["internal_errors"].sum())
         summary["timeouts"] = int(health["timeouts"].sum())
-    rates = pass_rates(run.completions)
-    if not rates.empty:
-        last = rates[rates["step"] == rates["step"].max()]
-        summary.update({f"{row.check} pass": float(row.rate) for row in last.itertuples()})
     codes = top_error_codes(run.completions, 5)
     if codes:
         summary["top error codes"] = ", ".join(f"{code} ({count})" for code, count in codes)
     return summary
+
+
+def pass_rate_lines(run: RunLogs) -> list[str]:
+    """The last logged step's pass rates (``pass_rates``), each with the count it is a share of, under a line that
+    says what they count; none without completions."""
+    rates = pass_rates(run.completions)
+    if rates.empty:
+        return []
+    step = int(rates["step"].max())
+    head = (f"pass rates of step {step}'s sampled completions (build, clippy and the tests count on-task answers "
+            "only):")
+    return [head, *(f"  {row.check}: {row.rate:.4g} ({row.passed} of {row.n})"
+                    for row in rates[rates["step"] == step].itertuples())]
 
 
 def overview_lines(run: RunLogs | None, params: VizParams) -> Iterator[str]:
@@ -74,6 +84,7 @@ def overview_lines(run: RunLogs | None, params: VizParams) -> Iterator[str]:
     else:
         for key, value in run_overview(run).items():
             yield f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}"
+        yield from pass_rate_lines(run)
         for warning in health_warnings(run.metrics):
             yield f"WARNING: {warning}"
     if params.eval:

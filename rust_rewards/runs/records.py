@@ -35,6 +35,12 @@ from rust_rewards.rust.extract import completion_text
 REQUIRED_COMPLETION_COLUMNS = ("step", "completion", "reward", "build_ok", "clippy_ok", "tests_ok")
 CHECK_COLUMNS = {"build": "build_ok", "clippy": "clippy_ok", "tests": "tests_ok", "hidden tests": "hidden_ok"}
 """Pass-rate name -> boolean completion column (``hidden_ok`` is null for tasks without hidden tests)."""
+GATE_COLUMNS = {"on task": "off_task", "signatures match": "mismatched", "no hack flag": "forbidden"}
+"""Gate name -> the list column whose items fail it: ``off_task`` (required items missing: an answer to another
+task), ``mismatched`` (an item with another signature than the task's: an honest miss, named apart from hacks),
+``forbidden`` (a banned construct)."""
+PASS_CHECKS = (*GATE_COLUMNS, *CHECK_COLUMNS)
+"""Every check of ``pass_rates``, in its order: the gates, then build, clippy and the tests."""
 
 HEALTH_KEYS = ("verify/completions", "verify/internal_errors", "verify/timeouts")
 """``metrics.jsonl`` keys per logged step: completions verified, those whose verification failed for
@@ -342,9 +348,8 @@ def reward_series(metrics: pd.DataFrame, smoothing: float = 0.0) -> pd.DataFrame
 def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
     """Per step and check (build, clippy, tests, hidden tests): the fraction of completions that pass, as the rewards
     count them: an answer to another task (``off_task``: it lacks the task's required items) passes nothing, so the
-    dashboard agrees with the logged rewards. Three shares say why an answer that builds can still earn nothing:
-    ``answers the task`` (no ``off_task`` item), ``signatures match`` (no ``mismatched`` item: an honest miss, named
-    apart from hacks) and ``no hack flag`` (no banned construct, ``forbidden``).
+    dashboard agrees with the logged rewards. Three shares (``GATE_COLUMNS``) say why an answer that builds can still
+    earn nothing: ``on task``, ``signatures match`` and ``no hack flag``.
 
     ``hidden tests`` is over completions whose task has hidden tests and is left out where none has; ``tests`` is
     left out where no answer was asked for a test module.
@@ -353,12 +358,8 @@ def pass_rates(completions: pd.DataFrame) -> pd.DataFrame:
     for step, group in completions.groupby("step", sort=True):
         on_task = (group["off_task"].map(lambda v: not cell_items(v)) if "off_task" in group.columns
                    else pd.Series(True, index=group.index))
-        if "off_task" in group.columns:
-            passed = int(on_task.sum())
-            rows.append({"step": int(step), "check": "answers the task", "rate": passed / len(group),
-                         "passed": passed, "n": len(group)})
-        for check, column in (("signatures match", "mismatched"), ("no hack flag", "forbidden")):
-            if column in group.columns:  # either zeroes the test rewards
+        for check, column in GATE_COLUMNS.items():
+            if column in group.columns:  # each zeroes the test rewards
                 clean = int(group[column].map(lambda v: not cell_items(v)).sum())
                 rows.append({"step": int(step), "check": check, "rate": clean / len(group), "passed": clean,
                              "n": len(group)})

@@ -38,6 +38,35 @@ def completion_text(completion: Any) -> str:
     return str(completion)
 
 
+def _blocks(text: str) -> list[tuple[str, int, int, bool]]:
+    """Each fenced block of ``text``: (tag, body start, body end, closed); a final open fence runs to the end."""
+    blocks: list[tuple[str, int, int, bool]] = []
+    pos = 0
+    while True:
+        opening = _FENCE.search(text, pos)
+        if opening is None:
+            return blocks
+        fence, tag = opening.group(1), opening.group(2).lower()
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        end = closing.search(text, opening.end())
+        blocks.append((tag, opening.end() + 1, end.start() if end else len(text), end is not None))
+        if end is None:
+            return blocks
+        pos = end.end()
+
+
+def rust_block_closed(completion: Any) -> bool:
+    """Whether a completion holds a closed ```rust block: where the answer's code ends, so generation may stop
+    there (a model that never emits its end token would write on to the length limit).
+
+    >>> rust_block_closed("Here:\\n```rust\\nfn a() {}\\n```"), rust_block_closed("```rust\\nfn a() {}\\n``")
+    (True, False)
+    >>> rust_block_closed("```text\\nhi\\n```\\n```rust\\nfn a() {}\\n")
+    False
+    """
+    return any(tag in _RUST_TAGS and closed for tag, _, _, closed in _blocks(completion_text(completion)))
+
+
 def extract_rust(completion: Any) -> str:
     """The Rust code in a completion ("" when there is no ```rust block).
 
@@ -47,19 +76,5 @@ def extract_rust(completion: Any) -> str:
     ''
     """
     text = completion_text(completion)
-    blocks: list[str] = []
-    pos = 0
-    while True:
-        opening = _FENCE.search(text, pos)
-        if opening is None:
-            break
-        fence, tag = opening.group(1), opening.group(2).lower()
-        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
-        end = closing.search(text, opening.end())
-        body_end = end.start() if end else len(text)
-        if tag in _RUST_TAGS:
-            blocks.append(text[opening.end() + 1 : body_end].strip("\n"))
-        if end is None:
-            break
-        pos = end.end()
+    blocks = [text[start:end].strip("\n") for tag, start, end, _ in _blocks(text) if tag in _RUST_TAGS]
     return "\n\n".join(b for b in blocks if b.strip())

@@ -11,7 +11,8 @@ function; ``StopFileCallback`` ends training at the end of the current step, wit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from rust_rewards.layout import RunFolder
 from rust_rewards.rewards.cargo_tool import ToolUse, tool_use
 from rust_rewards.train.hints import HintSteps
 from rust_rewards.train.model_card import RunDescription, write_model_card
+from rust_rewards.train.progress import ProgressLine
 from rust_rewards.train.run_log import (
     InfraGuard,
     ReportsFor,
@@ -125,14 +127,50 @@ class RunLogCallback(TrainerCallback):
 
 
 class ProgressCallback(TrainerCallback):
-    """Calls ``report(step, max_steps, logs)`` after each log: for script lines or a notebook bar."""
+    """Calls ``report(step, max_steps, logs)`` after each log: for script lines or a notebook bar. Between them, when
+    a step takes longer than ``progress.EVERY`` seconds (the first one above all), a heartbeat line says which step
+    is under way, how long it has run and, after the first, the rate and time left; ``stop`` ends it
+    (``heartbeat_of``)."""
 
     def __init__(self, report: Callable[[int, int, dict[str, Any]], None]) -> None:
         self.report = report
+        self.line: ProgressLine | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.stop()
+            self.line = ProgressLine("training", state.max_steps, "steps", done=state.global_step,
+                                     note=f"step {state.global_step + 1} under way").start()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.line is not None:
+            self.line.update(state.global_step, f"step {state.global_step + 1} under way")
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs is not None:
             self.report(state.global_step, state.max_steps, logs)
+            if self.line is not None:
+                self.line.update(state.global_step, say=False)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.stop()
+
+    def stop(self) -> None:
+        """End the heartbeat (if any)."""
+        if self.line is not None:
+            self.line.stop()
+            self.line = None
+
+
+@contextmanager
+def heartbeat_of(trainer: Any) -> Iterator[None]:
+    """Around ``trainer.train()``: its ``ProgressCallback``'s heartbeat ends however training ends."""
+    try:
+        yield
+    finally:
+        for callback in trainer.callback_handler.callbacks:
+            if isinstance(callback, ProgressCallback):
+                callback.stop()
 
 
 class StopFileCallback(TrainerCallback):

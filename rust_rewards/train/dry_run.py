@@ -79,6 +79,8 @@ def run_dry_run(params: TrainParams, progress: Progress | None = print_progress)
     model = dr.build_shaped_model(root / "model", full.model)
     dry, changes = dr.reduce_params(full, model, root / "run")
     print(dr.format_changes(full, changes), flush=True)
+    print("dry run: the reduced model's weights are random, so expect every reward to be 0; its two steps check "
+          "the plumbing (generation, verification, the update, checkpoint and resume), not learning", flush=True)
     run_training(dry, progress)
     result = run_training(dataclasses.replace(dry, max_steps=2, resume="yes"), progress)
     checkpoint = str(root / "run" / "checkpoint-1")

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from rust_rewards.cpus import BF16_FLAGS, cpu_has_native_bf16
 from rust_rewards.data.bundled import BUNDLED_TASKS
+from rust_rewards.data.pipeline import process_command
 from rust_rewards.train.gpu_plan import LORA_TARGETS, ModelShape, RunShape, format_plan
 from rust_rewards.train.tiny_model import QWEN_SHAPES, SPECIAL_TOKENS, qwen_shape_config, train_tokenizer
 
@@ -63,11 +64,12 @@ def reduce_params(full: P, model_dir: str | os.PathLike[str],
     Only settings that differ are reported; the dry run's second leg is the same with ``max_steps=2, resume="yes"``.
     """
     p: Any = full
-    local_data = Path(p.data).exists()
+    local_data, make = Path(p.data).exists(), process_command(p.data)
     overrides: dict[str, tuple[Any, str]] = {
         "model": (str(model_dir), f"the real model's exact layer shape (hidden, heads, KV heads, intermediate, vocab) "
                                   f"at {LAYERS} layers, random weights, a {TOKENIZER_VOCAB}-token local tokenizer"),
-        "data": (p.data if local_data else str(BUNDLED_TASKS), "the full run's data is not on this machine"),
+        "data": (p.data if local_data else str(BUNDLED_TASKS), "the full run's data is not on this machine"
+                 + (f" (`{make}` makes it)" if make else "")),
         "data_split": (p.data_split if local_data else "", "bundled tasks have no splits"),
         "max_tasks": (min(p.max_tasks, TASKS) if p.max_tasks > 0 else TASKS, f"{TASKS} prompts"),
         "output_dir": (str(output_dir), "a disposable dry-run folder"),

@@ -6,7 +6,8 @@ generates with vLLM in one process (``RolloutEngineGenerator``: the current weig
 trainer's LoRA-wrapped model through HF ``generate`` and ``rust_rewards.eval.generation``'s batching. It verifies
 them against the hidden tests with the same verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``,
 computed by ``rust_rewards.eval.metrics``) as an extra ``metrics.jsonl`` line at that step and to wandb when a run
-is active. Per-completion rows (eval.py's results columns) go to ``OUT/eval/step_<N>.parquet``.
+is active. Per-completion rows (eval.py's results columns) go to ``OUT/eval/step_<N>.parquet``. A long evaluation
+says how far it is (sampling, then verifying) at least every ``progress.EVERY`` seconds.
 
 The training trajectory is not changed: every RNG state (python, numpy, torch CPU and CUDA) is saved before and
 restored after, generation runs under ``torch.no_grad`` (``inference_mode``) with the model in eval mode (its
@@ -20,7 +21,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.eval.decoding import DEFAULT_ENGINE
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, fence_stop
 from rust_rewards.eval.generation import (
     DEFAULT_BATCH_SIZE,
     Generation,
@@ -41,6 +42,7 @@ from rust_rewards.eval.metrics import summarize_model
 from rust_rewards.layout import RunFolder
 from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
 from rust_rewards.tasks import Task
+from rust_rewards.train.progress import ProgressLine
 from rust_rewards.train.run_log import append_metrics
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
@@ -103,10 +105,11 @@ class PolicyGenerator(HFGenerator):
     """``HFGenerator``'s batching and decoding on a model already in memory (the policy being trained)."""
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = DEFAULT_BATCH_SIZE,
-                 engine: str = DEFAULT_ENGINE) -> None:
+                 engine: str = DEFAULT_ENGINE, stop_at_fence: str = "auto") -> None:
         self.model = model
         self.engine = engine
         self.tokenizer = tokenizer
+        self.stop = fence_stop(tokenizer, stop_at_fence)
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"
@@ -157,30 +160,54 @@ class RolloutEngineGenerator:
 def evaluate_policy(model: Any, tokenizer: Any, tasks: Sequence[Task], sampling: SamplingParams,
                     batch_size: int = DEFAULT_BATCH_SIZE, label: str = "policy", engine: Any = None,
                     answer_format: str = "solution+tests", verifier: Verifier | None = None,
-                    generation_engine: str = DEFAULT_ENGINE) -> pd.DataFrame:
+                    generation_engine: str = DEFAULT_ENGINE, stop_at_fence: str = "auto",
+                    progress: str | None = None) -> pd.DataFrame:
     """Sample ``sampling.n`` completions per task with ``model`` (through ``engine``, the rollouts' vLLM engine, when
-    given, else HF generation by ``generation_engine``), prompted for ``answer_format``, and verify them: eval.py's
+    given, else HF generation by ``generation_engine`` a batch at a time, answers ended at their closing fence as
+    ``stop_at_fence`` says), prompted for ``answer_format``, and verify them: eval.py's
     result rows (model, task_id, sample, completion, ``Report.flat()``) plus completion_tokens and truncated. RNG
-    states and the model's mode are restored afterwards."""
+    states and the model's mode are restored afterwards. ``progress``: the title of its progress lines (sampling,
+    then verifying: ``rust_rewards.train.progress``; None: silent)."""
     import torch
 
     generator = (RolloutEngineGenerator(engine, tokenizer) if engine is not None
-                 else PolicyGenerator(model, tokenizer, batch_size, generation_engine))
+                 else PolicyGenerator(model, tokenizer, batch_size, generation_engine, stop_at_fence))
     generator.system = system_prompt(answer_format)
     work = [(task, sample) for task in tasks for sample in range(sampling.n)]
     with preserved_rng(), eval_mode(model), torch.no_grad():
         torch.manual_seed(sampling.seed)
         random.seed(sampling.seed)
         prompts = [generator.render(task.prompt) for task, _ in work]
-        gens = generator.generate(prompts, sampling)
+        with _progress(progress, "sampling", len(work)) as line:
+            gens = _sample(generator, prompts, sampling, line)
         hidden = {task.task_id: task.hidden_tests() for task in tasks}
-        reports = (verifier or get_verifier()).verify_many([g.text for g in gens],
-                                                           hidden=[hidden[t.task_id] for t, _ in work])
+        with _progress(progress, "verifying", len(work)) as line:
+            reports = (verifier or get_verifier()).verify_many(
+                [g.text for g in gens], hidden=[hidden[t.task_id] for t, _ in work],
+                progress=None if line is None else lambda done, total: line.update(done))
     rows = [{"model": label, "task_id": task.task_id, "sample": sample, "completion": gen.text,
              "completion_tokens": gen.tokens, "truncated": gen.truncated,
              **report.flat(tests_asked=asks_for_tests(answer_format))}
             for (task, sample), gen, report in zip(work, gens, reports, strict=True)]
     return pd.DataFrame(rows)
+
+
+def _progress(title: str | None, phase: str, total: int) -> AbstractContextManager[ProgressLine | None]:
+    """The progress line of one phase of an evaluation titled ``title`` (none without a title)."""
+    return nullcontext() if title is None else ProgressLine(f"{title}, {phase}", total, "completions")
+
+
+def _sample(generator: PolicyGenerator | RolloutEngineGenerator, prompts: list[str], sampling: SamplingParams,
+            line: ProgressLine | None) -> list[Generation]:
+    """The completions of ``prompts``, a batch of ``generator``'s at a time (the rollouts' engine: all in one call,
+    one weight sync), counted on ``line``."""
+    size = generator.batch_size if isinstance(generator, PolicyGenerator) else len(prompts)
+    gens: list[Generation] = []
+    for start in range(0, len(prompts), max(size, 1)):
+        gens += generator.generate(prompts[start:start + size], sampling)
+        if line is not None:
+            line.update(len(gens))
+    return gens
 
 
 class HeldOutEvalCallback(TrainerCallback):
@@ -189,15 +216,17 @@ class HeldOutEvalCallback(TrainerCallback):
     Runs on the main process only; writes ``OUT/eval/step_<N>.parquet`` and a ``metrics.jsonl`` line of ``eval/*``
     at step N, and logs the same to wandb when a wandb run is active. ``tokenizer`` is a separate copy (its padding
     side is set to left), not the trainer's. ``engine``: the rollouts' vLLM engine (``use_rollout_engine``), else
-    HF generation by ``generation_engine`` (``rust_rewards.eval.decoding``).
+    HF generation by ``generation_engine`` (``rust_rewards.eval.decoding``), ending answers at their closing fence
+    as ``stop_at_fence`` says.
     """
 
     def __init__(self, out_dir: str | Path, tasks: Sequence[Task], tokenizer: Any, sampling: SamplingParams,
                  every: int = 0, batch_size: int = DEFAULT_BATCH_SIZE, use_wandb: bool = False,
                  answer_format: str = "solution+tests", verifier: Verifier | None = None,
-                 generation_engine: str = DEFAULT_ENGINE) -> None:
+                 generation_engine: str = DEFAULT_ENGINE, stop_at_fence: str = "auto") -> None:
         self.out_dir = Path(out_dir)
         self.generation_engine = generation_engine
+        self.stop_at_fence = stop_at_fence
         self.verifier = verifier
         self.answer_format = answer_format
         self.tasks = list(tasks)
@@ -237,7 +266,8 @@ class HeldOutEvalCallback(TrainerCallback):
         began = time.perf_counter()
         results = evaluate_policy(model, self.tokenizer, self.tasks, self.sampling, self.batch_size,
                                   engine=self.engine, answer_format=self.answer_format, verifier=self.verifier,
-                                  generation_engine=self.generation_engine)
+                                  generation_engine=self.generation_engine, stop_at_fence=self.stop_at_fence,
+                                  progress=f"step {state.global_step} held-out eval")
         results.insert(0, "step", state.global_step)
         write_parquet_atomic(results, eval_file(self.out_dir, state.global_step))
         metrics = {**eval_metrics(results), "eval/seconds": time.perf_counter() - began}

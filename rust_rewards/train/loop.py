@@ -15,13 +15,17 @@ from rust_rewards.eval.generation import ignore_library_warnings
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
 from rust_rewards.models.source import check_model_source
 from rust_rewards.rewards.recipes import max_total
-from rust_rewards.runs.records import load_params, param_changes
+from rust_rewards.runs.records import param_changes
 from rust_rewards.tasks import Task
 from rust_rewards.train.checkpoints import (
+    Claim,
+    RunFolderError,
     adapter_from_checkpoint,
     checkpoint_step,
+    claim_run_folder,
     find_checkpoint,
     finished_run,
+    move_aside,
     save_adapter,
 )
 from rust_rewards.train.config import (
@@ -43,7 +47,15 @@ from rust_rewards.train.run_log import (
     what_changed,
 )
 from rust_rewards.train.tiny_model import WarmStart, build_tiny_model
-from rust_rewards.train.trainers import Progress, build_stage_trainer, load_train_tasks, sft_data
+from rust_rewards.train.trainers import (
+    Progress,
+    TrainTasksError,
+    build_stage_trainer,
+    load_eval_tasks,
+    load_train_tasks,
+    sft_data,
+    too_few_tasks,
+)
 from rust_rewards.verify.verifier import Verifier, verifier_for
 
 
@@ -83,8 +95,9 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     Under ``accelerate launch`` every process trains and verifies its own completions (the local verifier
     with its share of this machine's CPUs, ``cpu_share``; or the Ray cluster); only the main process writes.
 
-    Raises ``InfrastructureError`` (no adapter written, the last checkpoint kept) when the verifier's
-    internal errors cross the ``max_internal_error_*`` limits.
+    Refuses, before any model loads, a run folder holding another run (``RunFolderError``; ``--overwrite`` moves it
+    aside) and data that cannot train (``TrainTasksError``). Raises ``InfrastructureError`` (no adapter written, the
+    last checkpoint kept) when the verifier's internal errors cross the ``max_internal_error_*`` limits.
     """
     from accelerate import PartialState
 
@@ -93,13 +106,19 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     if not p.build_tiny_model:
         check_model_source(p.model)
     out = Path(p.output_dir)
-    check_one_stage(out, p.stage)
-    checkpoint = find_checkpoint(out, p.resume)
+    claim = claim_run_folder(out, dataclasses.asdict(p), p.overwrite)
+    try:
+        checkpoint = None if claim == "move" else find_checkpoint(out, p.resume)
+    except (FileExistsError, FileNotFoundError) as err:  # --resume yes/no and what the folder holds disagree
+        raise RunFolderError(str(err)) from None
     finished = finished_run(checkpoint, p.max_steps)
     if finished is not None:
         return already_finished(out, checkpoint, finished)
     _, weights = select_rewards(p)
     tasks = load_train_tasks(p)
+    pairs = preference_pairs(p)
+    if p.eval_tasks:
+        load_eval_tasks(p)  # refused here, before any model loads
     run = RunDescription.of(p, weights, len(tasks), max_total(weights, any(t.reference_tests.strip() for t in tasks)))
     if p.build_tiny_model:
         if p.feedback_turns:  # the tool-calling model keeps its own warm start (config.TOOL_WARM_SHARE)
@@ -109,15 +128,16 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
             build_tiny_model(p.model)
     processes = PartialState(cpu=bool(p.use_cpu))
     verifier = use_verifier(p, processes)  # the run's one verifier, from its flags, for every stage below
-    sft, pairs = stage_data(p, tasks, verifier)
+    sft = stage_data(p, tasks, verifier, pairs)
     if processes.is_main_process:
-        record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint), start_summary(p, run))
+        record_run_start(out, start_record(p, weights, tasks, sft, pairs, checkpoint), start_summary(p, run), claim)
         start = checkpoint_step(checkpoint)
         removed = roll_back_records(out, start)  # steps trained again are recorded once
         if checkpoint is not None:
             print(f"resuming from {Path(checkpoint).name} (step {start} of {p.max_steps})"
                   + (f"; {removed} records of later steps replaced as they are trained again" if removed else ""),
                   flush=True)
+    processes.wait_for_everyone()  # the folder is this run's (another one moved aside) before any process writes
     if p.generation_engine == "vllm":  # its engine, built by the first sampling call, serves this rank
         from rust_rewards.eval import vllm_engine
 
@@ -143,24 +163,18 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
 def filter_tasks(p: TrainParams, tasks: list[Task], verifier: Verifier, processes: Any) -> list[Task]:
     """The training tasks the starting policy sometimes passes and sometimes fails (``--pass-rate-k``), sampled on
     the main process; ``NoSignalError`` (before any training) when too few."""
-    from rust_rewards.train.pass_rates import sample_pass_rates, tasks_with_signal
+    from rust_rewards.train.pass_rates import NoSignalError, sample_pass_rates, tasks_with_signal
 
     if processes.is_main_process:
         sample_pass_rates(p, tasks, verifier)
     processes.wait_for_everyone()
     rates = sample_pass_rates(p, tasks, verifier)  # read back from the run folder
     kept = tasks_with_signal(p, tasks, rates)
+    if (why := too_few_tasks(p, len(kept))) is not None:
+        raise NoSignalError(f"{rates.verdict()}: kept {why}")
     if processes.is_main_process:
         print(f"{rates.verdict()}: training on the {len(kept)} tasks {PASS_RATE_KEEP[p.pass_rate_keep]}", flush=True)
     return kept
-
-
-def check_one_stage(out: Path, stage: str) -> None:
-    """Refuse a run folder that holds another stage's run (its checkpoints would be resumed)."""
-    earlier = load_params(out).get("stage", "grpo") if (out / PARAMS_FILE).is_file() else stage
-    if earlier != stage:
-        raise ValueError(f"{out} holds a {earlier} run ({PARAMS_FILE}): the {stage} stage needs its own "
-                         "--output-dir (it would resume the other stage's checkpoints)")
 
 
 def already_finished(out: Path, checkpoint: str, state: dict[str, Any]) -> TrainResult:
@@ -175,21 +189,31 @@ def already_finished(out: Path, checkpoint: str, state: dict[str, Any]) -> Train
     return TrainResult(out, adapter, state["global_step"], checkpoint, logs[-1] if logs else {})
 
 
-def stage_data(p: TrainParams, tasks: list[Task], verifier: Verifier) -> tuple[SFTSet | None,
-                                                                                list[dict[str, Any]] | None]:
-    """The supervised stage's verified reference answers and the preference stage's pairs (``None`` for the other
-    stages), each announced with its counts."""
+def preference_pairs(p: TrainParams) -> list[dict[str, Any]] | None:
+    """The preference stage's pairs (``None`` for the other stages); a file without pairs raises
+    ``TrainTasksError`` naming ``--dpo-pairs``."""
+    if p.stage != "dpo":
+        return None
+    try:
+        return read_pairs(p.dpo_pairs)
+    except ValueError as err:  # no pairs, or not pairs: the data cannot train this stage
+        raise TrainTasksError(str(err)) from None
+
+
+def stage_data(p: TrainParams, tasks: list[Task], verifier: Verifier,
+               pairs: list[dict[str, Any]] | None) -> SFTSet | None:
+    """The supervised stage's verified reference answers (``None`` for the other stages), announced with their
+    counts, as the preference stage's ``pairs`` are."""
     sft = sft_data(p, tasks, verifier) if p.stage == "sft" else None
     if sft is not None:
         print(f"supervised stage: {sft.counts()['rows']} rows"
               + (" (whole answers and their --hint-levels cuts)" if p.sft_hints else "")
               + f" from the verified reference answers of {len(tasks)} tasks; "
               f"skipped: {dict(sft.skipped) or 'none'}", flush=True)
-    pairs = read_pairs(p.dpo_pairs) if p.stage == "dpo" else None
     if pairs is not None:
         print(f"preference stage: {len(pairs)} pairs of {len({r.get('task_id') for r in pairs})} prompts from "
               f"{p.dpo_pairs}", flush=True)
-    return sft, pairs
+    return sft
 
 
 def start_record(p: TrainParams, weights: dict[str, float], tasks: list[Task], sft: SFTSet | None,
@@ -213,7 +237,7 @@ def start_summary(p: TrainParams, run: RunDescription) -> list[str]:
     if p.stage == "grpo":
         prompts = p.prompts_per_step()
         step = [f"each step: {prompts:g} prompt{'s' * (prompts != 1)}, a group of {p.num_generations} completions each",
-                f"rewards: {run.rewards_text()} (weights; the total is at most {run.max_reward:g})"]
+                f"rewards: {run.rewards_text()}; the weighted total is at most {run.max_reward:g}"]
     else:
         step = [f"each step: {p.per_device_train_batch_size * p.gradient_accumulation_steps} "
                 f"{'rows' if p.stage == 'sft' else 'pairs'}"]
@@ -222,11 +246,16 @@ def start_summary(p: TrainParams, run: RunDescription) -> list[str]:
             *step, f"output: {out} (full settings: {out / PARAMS_FILE})"]
 
 
-def record_run_start(out: Path, record: dict[str, Any], summary: list[str]) -> None:
-    """Main process: drop a stale STOP file, record this start, print its ``summary`` and what changed since the
-    first start."""
+def record_run_start(out: Path, record: dict[str, Any], summary: list[str], claim: Claim = "new") -> None:
+    """Main process: move another run aside (``claim`` "move"), drop a stale STOP file, record this start (its
+    settings the run's when the earlier starts trained nothing: ``claim`` "restart"), print its ``summary`` and
+    what changed since the first start."""
+    if claim == "move":
+        print(f"--overwrite: the run that was in {out} (other settings) moved to {move_aside(out)}", flush=True)
+    if claim == "restart":
+        print(f"{out}: its earlier start trained nothing; this start's settings replace its {PARAMS_FILE}", flush=True)
     remove_stale_stop(out)
-    first = record_start(out, record)
+    first = record_start(out, record, fresh=claim == "restart")
     print("\n".join(summary), flush=True)
     changes = param_changes(first, record)
     if changes:
@@ -268,7 +297,7 @@ def train_stage(p: TrainParams, run: RunDescription, tasks: list[Task], sft: SFT
     and in bf16 the output layer gets contiguous inputs (``cpus.contiguous_lm_head``: the dry run 86 -> 71 s)."""
     import torch
 
-    from rust_rewards.train.callbacks import ModelCardCallback
+    from rust_rewards.train.callbacks import ModelCardCallback, heartbeat_of
 
     out = Path(p.output_dir)
     if p.use_cpu:
@@ -282,7 +311,8 @@ def train_stage(p: TrainParams, run: RunDescription, tasks: list[Task], sft: SFT
         trainer.add_callback(ModelCardCallback(run))
         if p.use_cpu and p.bf16:
             contiguous_lm_head(trainer.model)
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with heartbeat_of(trainer):
+            trainer.train(resume_from_checkpoint=checkpoint)
         stopped = (out / STOP_FILE).is_file() and trainer.state.global_step < trainer.state.max_steps
         if guard.stopped is not None:
             raise InfrastructureError(guard.stopped.message(find_checkpoint(out, "auto")))

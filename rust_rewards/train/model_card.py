@@ -13,6 +13,7 @@ from typing import Any
 from rust_rewards.atomic import write_text_atomic
 from rust_rewards.hub import looks_local
 from rust_rewards.layout import ADAPTER_DIR, METRICS_FILE, PARAMS_FILE
+from rust_rewards.rewards.functions import MAX_VALUES
 from rust_rewards.train.config import TrainParams
 
 CARD_FILE = "README.md"
@@ -55,8 +56,9 @@ class RunDescription:
         return f"{quote}{self.data}{quote}{split}, {self.n_tasks} tasks"
 
     def rewards_text(self) -> str:
-        """Each reward with its weight: ``build_reward 1, test_reward 2``."""
-        return ", ".join(f"{name} {weight:g}" for name, weight in self.weights.items())
+        """Each reward with the most it pays and its weight: ``hidden_test_reward (up to 2) x1, build_reward (up to 1)
+        x0.25``."""
+        return ", ".join(f"{name} (up to {MAX_VALUES[name]:g}) x{weight:g}" for name, weight in self.weights.items())
 
 
 def last_value(log_history: list[dict[str, Any]], key: str) -> tuple[int, float] | None:

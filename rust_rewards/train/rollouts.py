@@ -13,23 +13,26 @@ from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, sample_ids
+from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, fence_stop, sample_ids
 from rust_rewards.train.shared_prompt import shared_prompt_logps
 
 
 class EngineGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose rollouts without vLLM or continuous batching use ``generation_engine``: with
     ``grouped``, a group's ``num_generations`` samples share one prefill of their prompt and finished answers leave
-    the batch. Completions are cut after their first end-of-sequence token, as TRL's own path cuts them.
+    the batch. Completions are cut after their first end-of-sequence token, as TRL's own path cuts them, and as
+    ``stop_at_fence`` says (``decoding.FENCE_STOPS``; ``auto``: for a model without a chat template) after the closing
+    fence of their ```rust block, followed by the end token.
 
     With ``share_prompt`` (text only, no gradient checkpointing, no MoE auxiliary loss), the log-probabilities
     of completions whose prompts repeat come from one forward pass per distinct prompt."""
 
     def __init__(self, *args: Any, generation_engine: str = DEFAULT_ENGINE, share_prompt: bool = True,
-                 **kwargs: Any) -> None:
+                 stop_at_fence: str = "auto", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.generation_engine = generation_engine
         self.share_prompt = share_prompt
+        self.fence_stop = fence_stop(self._tokenizer, stop_at_fence)
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **media):
@@ -74,6 +77,6 @@ class EngineGRPOTrainer(GRPOTrainer):
             self._dist.summon_full_params(self.model_wrapped, recurse=False),
         ):
             new = sample_ids(unwrapped_model, prompt_ids, self.generation_config, engine=self.generation_engine,
-                             batch_size=len(prompt_ids))
+                             batch_size=len(prompt_ids), stop=self.fence_stop)
         stops = set(self.eos_token_ids)  # the generation config's end tokens
         return [row if (end := end_index(row, stops)) is None else row[: end + 1] for row in new], None

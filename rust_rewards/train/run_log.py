@@ -42,15 +42,16 @@ ReportsFor = Callable[[Sequence[Any], dict[str, list[Any]]], list[Report]]
 """(completions, task columns) -> one verifier report per completion."""
 
 
-def record_start(out_dir: str | Path, record: dict[str, Any]) -> dict[str, Any]:
+def record_start(out_dir: str | Path, record: dict[str, Any], fresh: bool = False) -> dict[str, Any]:
     """Record one start of a run in ``out_dir``; return the parameters of its first start.
 
-    ``params.json`` is written once, by the first start, and never rewritten (a resumed run keeps it);
-    every start, the first included, appends ``{"started_at": ..., **record}`` to ``params_history.jsonl``.
+    ``params.json`` is written once, by the first start, and never rewritten (a resumed run keeps it) unless
+    ``fresh`` (the earlier starts trained nothing: this one's settings are the run's); every start, the first
+    included, appends ``{"started_at": ..., **record}`` to ``params_history.jsonl``.
     """
     run = RunFolder(Path(out_dir))
     run.root.mkdir(parents=True, exist_ok=True)
-    first = load_params(run.root)
+    first = {} if fresh else load_params(run.root)
     if not first:
         write_json_atomic(record, run.params)
         first = record
@@ -393,8 +394,9 @@ def format_log_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
 
 
 def what_changed(history: Sequence[dict[str, Any]], max_total: float) -> str | None:
-    """The closing line of a GRPO run: the mean reward of its first and second half of logged steps, how many groups
-    had rewards that differ (the ones GRPO learns from) and the range the loss moved in; None without rewards.
+    """The closing line of a GRPO run: the mean reward of its first and second half of logged steps (of its one step,
+    when it logged one), how many groups had rewards that differ (the ones GRPO learns from) and the range the loss
+    moved in; None without rewards.
 
     >>> line = what_changed([{"reward": 1.0, "frac_reward_zero_std": 0.5, "loss": 0.1},
     ...                      {"reward": 3.0, "frac_reward_zero_std": 0.0, "loss": -0.2}], 8.5)
@@ -417,8 +419,9 @@ def what_changed(history: Sequence[dict[str, Any]], max_total: float) -> str | N
         values = [h[key] for h in part if h.get(key) is not None]
         return sum(values) / len(values) if values else math.nan
 
-    line = (f"what changed: mean reward {mean(first, 'reward'):.2f} ({span(first)}) -> {mean(last, 'reward'):.2f} "
-            f"({span(last)}), of {max_total:.2f} at most")
+    change = (f"{mean(steps, 'reward'):.2f} (one step: nothing to compare)" if len(steps) == 1 else
+              f"{mean(first, 'reward'):.2f} ({span(first)}) -> {mean(last, 'reward'):.2f} ({span(last)})")
+    line = f"what changed: mean reward {change}, of {max_total:.2f} at most"
     if any(h.get("frac_reward_zero_std") is not None for h in steps):
         line += f"; groups whose rewards differ {1 - mean(steps, 'frac_reward_zero_std'):.0%}"
     losses = [h["loss"] for h in steps if h.get("loss") is not None]

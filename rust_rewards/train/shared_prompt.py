@@ -23,6 +23,8 @@ def shared_prompt_logps(model: Any, input_ids: Any, attention_mask: Any, logits_
     import torch
     from transformers import DynamicCache
 
+    from rust_rewards.eval.decoding import cache_kwargs
+
     width = input_ids.size(1) - logits_to_keep
     if width < 2:
         return None
@@ -33,12 +35,12 @@ def shared_prompt_logps(model: Any, input_ids: Any, attention_mask: Any, logits_
     cache = DynamicCache()
     # every prompt but its last token once; that token then starts each completion's own pass
     model(input_ids=prompts[:, : width - 1], attention_mask=prompts[:, width : 2 * width - 1],
-          past_key_values=cache, use_cache=True, logits_to_keep=1)
+          use_cache=True, logits_to_keep=1, **cache_kwargs(cache))
     cache.batch_select_indices(rows)
     tail = input_ids[:, width - 1 :]
     labels = torch.full_like(tail, -100)
     labels[:, :-1] = tail[:, 1:].masked_fill(attention_mask[:, width:] == 0, -100)
-    out = model(input_ids=tail, attention_mask=attention_mask, past_key_values=cache, shift_labels=labels,
-                fused_lm_head=True)
+    out = model(input_ids=tail, attention_mask=attention_mask, shift_labels=labels, fused_lm_head=True,
+                **cache_kwargs(cache))
     entropy = out.entropy[:, :logits_to_keep] if compute_entropy else None
     return out.log_probs[:, :logits_to_keep], entropy

@@ -29,6 +29,7 @@ from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.importers import load_file
 from rust_rewards.prompts import SYSTEM_PROMPT, chat_messages
 from rust_rewards.tasks import Task
+from rust_rewards.train.progress import ProgressLine
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 """Qwen's special tokens: pad/document end, turn start, turn end (the chat eos)."""
@@ -420,6 +421,9 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
     come from a no-grad pass): most tokens are prompt, so this roughly halves the cost of a step.
     """
     import torch
+    from transformers import DynamicCache
+
+    from rust_rewards.eval.decoding import cache_kwargs
 
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     tokenized = [
@@ -448,10 +452,11 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
     model.train()
     for _ in range(config.steps):
         prefix, tail, mask, labels = _batch([tokenized[i] for i in next(batches)], tokenizer.pad_token_id)
+        cache = DynamicCache()
         with torch.no_grad():
-            cache = model.model(input_ids=prefix, attention_mask=mask[:, :prefix.shape[1]],
-                                use_cache=True).past_key_values
-        hidden = model.model(input_ids=tail, attention_mask=mask, past_key_values=cache).last_hidden_state
+            model.model(input_ids=prefix, attention_mask=mask[:, :prefix.shape[1]], use_cache=True,
+                        **cache_kwargs(cache))
+        hidden = model.model(input_ids=tail, attention_mask=mask, **cache_kwargs(cache)).last_hidden_state
         keep = labels != -100
         loss = torch.nn.functional.cross_entropy(model.lm_head(hidden[keep]), labels[keep])
         loss.backward()
@@ -489,16 +494,16 @@ def _is_complete(out_dir: Path, params: dict[str, Any]) -> bool:
 
 
 PROGRESS_LINES = 8
-"""Warm-start steps a build reports (evenly spaced, the last one included), between its first and last line."""
+"""Warm-start steps a build reports (evenly spaced, the last one included), between its first and last line; a
+slower build also speaks at least every ``progress.EVERY`` seconds."""
 
 
-def warm_start_reporter(out: Path, steps: int) -> Callable[[int, float], None]:
-    """``on_step`` for ``train_warm_start``: a line every ``steps / PROGRESS_LINES`` steps."""
-    every = max(1, math.ceil(steps / PROGRESS_LINES))
+def warm_start_reporter(progress: ProgressLine) -> Callable[[int, float], None]:
+    """``on_step`` for ``train_warm_start``: a line every ``steps / PROGRESS_LINES`` steps (and when one is due)."""
+    every = max(1, math.ceil(progress.total / PROGRESS_LINES))
 
     def report(step: int, loss: float) -> None:
-        if step % every == 0 or step == steps:
-            print(f"building the tiny model in {out}: warm start step {step}/{steps} (loss {loss:.2f})", flush=True)
+        progress.update(step, f"loss {loss:.2f}", say=True if step % every == 0 or step == progress.total else None)
 
     return report
 
@@ -540,9 +545,12 @@ def build_tiny_model(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     threads = torch.get_num_threads()
-    print(f"building the tiny model in {out} (once; up to a few minutes on CPU): tokenizer, then "
-          f"{warm_start.steps if warm_start is not None else 0} warm-start steps", flush=True)
+    steps = warm_start.steps if warm_start is not None else 0
+    print(f"building the tiny model in {out} (once; up to a few minutes on CPU): tokenizer, then {steps} warm-start "
+          "steps", flush=True)
+    progress = ProgressLine(f"building the tiny model in {out}, warm start", steps, "steps", note="tokenizer")
     try:
+        progress.start()
         tokenizer = train_tokenizer(vocab_size)
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
         config = Qwen2Config(
@@ -564,8 +572,7 @@ def build_tiny_model(
             model = Qwen2ForCausalLM(config)
             if warm_start is not None:
                 torch.set_num_threads(max(1, min(warm_start.threads, os.cpu_count() or 1)))
-                train_warm_start(model, tokenizer, pairs, warm_start, seed, tools,
-                                 warm_start_reporter(out, warm_start.steps))
+                train_warm_start(model, tokenizer, pairs, warm_start, seed, tools, warm_start_reporter(progress))
         model.generation_config = GenerationConfig(
             bos_token_id=ids["<|endoftext|>"],
             eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],
@@ -583,6 +590,7 @@ def build_tiny_model(
             if not _is_complete(out, params):
                 raise
     finally:
+        progress.stop()
         torch.set_num_threads(threads)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"tiny model ready in {out}", flush=True)

@@ -10,8 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from rust_rewards.data.importers import TaskDataError, TaskSourceError, load_tasks
-from rust_rewards.data.sft_rows import SFTSet, sft_rows
-from rust_rewards.prompts import asks_for_tests, chat_messages, system_prompt
+from rust_rewards.data.sft_rows import NoSFTRowsError, SFTSet, sft_rows
+from rust_rewards.prompts import (
+    asks_for_tests,
+    chat_messages,
+    has_chat_template,
+    render_prompt,
+    system_prompt,
+    trl_example,
+)
 from rust_rewards.report import Report
 from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
@@ -27,28 +34,89 @@ Progress = Callable[[int, int, dict[str, Any]], None]
 
 
 class TrainTasksError(ValueError):
-    """The training tasks (``--data``) cannot be read or hold none: a mistake of the user's, one line."""
+    """The training or held-out tasks (``--data``, ``--eval-tasks``) cannot be read, hold none or too few: a mistake
+    of the user's, one line."""
+
+
+SHOWN_ISSUES = 3
+"""Problems of a task file a refusal quotes; the rest are counted."""
+
+
+def read_tasks(flag: str, source: str, split: str | None = None) -> list[Task]:
+    """The tasks of ``source`` (any source ``load_tasks`` reads); a missing, malformed or empty one raises
+    ``TrainTasksError`` naming ``flag``: one line, the first problems quoted and the rest counted."""
+    try:
+        tasks = list(load_tasks(source, split=split))
+    except TaskSourceError as err:
+        raise TrainTasksError(f"{flag} {source}: " + " ".join(part.strip() for part in str(err).splitlines())
+                              ) from None
+    except TaskDataError as err:
+        shown = "; ".join(str(issue) for issue in err.issues[:SHOWN_ISSUES])
+        more = f"; and {len(err.issues) - SHOWN_ISSUES} more" if len(err.issues) > SHOWN_ISSUES else ""
+        raise TrainTasksError(f"{flag} {source}: {len(err.issues)} problem(s) in its rows ({shown}{more}): fix "
+                              "them (process_data.py --source FILE validates a task file and names every one)"
+                              ) from None
+    if not tasks:
+        raise TrainTasksError(f"{flag} {source}: no tasks to train on" if flag == "--data" else
+                              f"{flag} {source}: no tasks in it (an empty eval split: give a task file with tasks, or "
+                              f"leave {flag} out)")
+    return tasks
+
+
+def grpo_prompts(p: TrainParams) -> int:
+    """Distinct task prompts one GRPO generation batch samples, over all processes (``WORLD_SIZE``): TRL's sampler
+    drops a last batch with fewer, so fewer tasks than this train not one step."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    return p.per_device_train_batch_size * world * (p.steps_per_generation or p.gradient_accumulation_steps
+                                                    ) // p.num_generations
+
+
+def too_few_tasks(p: TrainParams, n: int) -> str | None:
+    """Why ``n`` tasks cannot train one GRPO step of ``p`` (what it needs, the way out), or None when they can."""
+    needed = grpo_prompts(p)
+    if n >= needed:
+        return None
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    steps = (f"--steps-per-generation {p.steps_per_generation}" if p.steps_per_generation
+             else f"--gradient-accumulation-steps {p.gradient_accumulation_steps}")
+    batch = next((b for b in range(p.per_device_train_batch_size, 0, -1)
+                  if b * p.gradient_accumulation_steps % p.num_generations == 0
+                  and 0 < b * world * (p.steps_per_generation or p.gradient_accumulation_steps) // p.num_generations
+                  <= n), None)
+    lower = f", or lower --per-device-train-batch-size to {batch}" if batch else ""
+    return (f"{n} task{'s' * (n != 1)}, fewer than the {needed} distinct prompts a GRPO step samples "
+            f"(--per-device-train-batch-size {p.per_device_train_batch_size} x {steps}"
+            f"{f' x {world} processes' if world > 1 else ''} / --num-generations {p.num_generations}), so not one "
+            f"step would train: give at least {needed} tasks{lower}")
 
 
 def load_train_tasks(params: TrainParams) -> list[Task]:
     """The training tasks (any source ``load_tasks`` reads), the first ``max_tasks`` when > 0; a missing, malformed
-    or empty source raises ``TrainTasksError`` naming ``--data`` (and the row)."""
-    try:
-        tasks = list(load_tasks(params.data, split=params.data_split or None))
-    except (TaskSourceError, TaskDataError) as err:  # one line: a data error lists its rows on lines of their own
-        raise TrainTasksError(f"--data {params.data}: " + " ".join(part.strip() for part in str(err).splitlines())
-                              ) from None
-    if not tasks:
-        raise TrainTasksError(f"--data {params.data}: no tasks to train on")
-    return tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
+    or empty source, or (GRPO) fewer tasks than one step samples, raises ``TrainTasksError`` naming the flag."""
+    tasks = read_tasks("--data", params.data, params.data_split or None)
+    kept = tasks[: params.max_tasks] if params.max_tasks > 0 else tasks
+    why = too_few_tasks(params, len(kept)) if params.stage == "grpo" else None
+    if why is not None:
+        flag = f"--max-tasks {params.max_tasks}" if len(kept) < len(tasks) else f"--data {params.data}"
+        raise TrainTasksError(f"{flag}: {why}")
+    return kept
+
+
+def load_eval_tasks(p: TrainParams) -> list[Task]:
+    """The held-out tasks of ``--eval-tasks``, the first ``eval_limit`` when > 0 (``TrainTasksError`` as
+    ``read_tasks``)."""
+    tasks = read_tasks("--eval-tasks", p.eval_tasks)
+    return tasks[: p.eval_limit] if p.eval_limit > 0 else tasks
 
 
 def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: str = "solution+tests",
-                 hints: tuple[HintSteps, Callable[[list[dict[str, str]]], str]] | None = None) -> Any:
+                 hints: tuple[HintSteps, Callable[[list[dict[str, str]]], str]] | None = None,
+                 tokenizer: Any = None) -> Any:
     """A ``datasets.Dataset`` with a conversational ``prompt`` (asking for ``answer_format``) and the columns reward
     functions read; with ``feedback`` the system prompt also offers the ``cargo_check`` tool. With ``hints`` (the
-    curriculum and the chat template's renderer), each prompt is read as rendered text holding the task's current
-    hint, and a ``hint`` column goes to the rewards (``train.hints``)."""
+    curriculum and ``chat_renderer``), each prompt is read as rendered text holding the task's current hint, and a
+    ``hint`` column goes to the rewards (``train.hints``). ``tokenizer``: the model's; one without a chat template
+    gets each prompt as its plain completion text (``prompts.trl_example``)."""
     from datasets import Dataset
 
     system = system_prompt(answer_format, feedback)
@@ -56,6 +124,8 @@ def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: s
     for task in tasks:
         row = {**task.to_row(), "task_prompt": task.prompt}
         rows.append({"prompt": chat_messages(task.prompt, system), **{k: row[k] for k in REWARD_COLUMNS}})
+    if tokenizer is not None and hints is None:
+        rows = [trl_example(row, tokenizer) for row in rows]
     dataset = Dataset.from_list(rows)
     if hints is not None:
         steps, render = hints
@@ -63,19 +133,14 @@ def task_dataset(tasks: Sequence[Task], feedback: bool = False, answer_format: s
     return dataset
 
 
-def chat_renderer(model: str) -> Callable[[list[dict[str, str]]], str]:
-    """The chat template of ``model``'s tokenizer as text, with the generation prompt, as TRL would tokenize it (a
-    leading BOS left to the tokenizer, which adds it to a text prompt)."""
+def chat_renderer(model: str | Any) -> Callable[[list[dict[str, str]]], str]:
+    """A conversation as the text prompt of ``model`` (a name, or its tokenizer): ``prompts.render_prompt`` (the chat
+    template with the generation prompt, or the plain completion prompt), as TRL would tokenize it (a leading BOS
+    left to the tokenizer, which adds it to a text prompt)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    bos = tokenizer.bos_token if tokenizer("", add_special_tokens=True).input_ids else None
-
-    def render(messages: list[dict[str, str]]) -> str:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return text[len(bos):] if bos and text.startswith(bos) else text
-
-    return render
+    tokenizer = AutoTokenizer.from_pretrained(model) if isinstance(model, str) else model
+    return lambda messages: render_prompt(tokenizer, messages, bos=False)
 
 
 def hint_steps(p: TrainParams) -> HintSteps | None:
@@ -103,8 +168,11 @@ def sft_data(p: TrainParams, tasks: Sequence[Task], verifier: Verifier) -> SFTSe
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(p.model)
-    sft = sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
-                   p.max_completion_length, answer_format=p.answer_format, verifier=verifier)
+    try:
+        sft = sft_rows(tasks, p.data, lambda text: len(tokenizer(text, add_special_tokens=False).input_ids),
+                       p.max_completion_length, answer_format=p.answer_format, verifier=verifier)
+    except NoSFTRowsError as err:
+        raise TrainTasksError(f"--data {err}") from None
     if p.sft_hints:
         sft.rows = hinted_sft_rows(sft.rows, {task.task_id: task.reference_code for task in tasks},
                                    parse_levels(p.hint_levels), chat_renderer(p.model))
@@ -131,16 +199,13 @@ def eval_callbacks(p: TrainParams, verifier: Verifier) -> list[Any]:
     from rust_rewards.eval.generation import SamplingParams
     from rust_rewards.train.evaluation import HeldOutEvalCallback
 
-    tasks = list(load_tasks(p.eval_tasks))
-    tasks = tasks[: p.eval_limit] if p.eval_limit > 0 else tasks
-    if not tasks:
-        raise ValueError(f"--eval-tasks {p.eval_tasks}: no tasks in it")
+    tasks = load_eval_tasks(p)
     sampling = SamplingParams(n=p.eval_n, temperature=p.temperature, top_p=p.top_p, seed=p.seed,
                               max_new_tokens=p.eval_max_new_tokens or p.max_completion_length)
     tokenizer = AutoTokenizer.from_pretrained(p.model, padding_side="left")
     return [HeldOutEvalCallback(p.output_dir, tasks, tokenizer, sampling, p.eval_every, use_wandb=p.wandb,
                                 answer_format=p.answer_format, verifier=verifier,
-                                generation_engine=p.generation_engine)]
+                                generation_engine=p.generation_engine, stop_at_fence=p.stop_at_fence)]
 
 
 def with_our_callbacks_first(trainer: Any) -> Any:
@@ -165,11 +230,13 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]], progress: 
 
     from rust_rewards.train.callbacks import MetricsFileCallback
 
+    tokenizer = AutoTokenizer.from_pretrained(p.model)
     trainer = SFTTrainer(
         model=trainer_model(p),
         args=sft_config(p),
-        train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]),
-        processing_class=AutoTokenizer.from_pretrained(p.model),
+        train_dataset=Dataset.from_list([trl_example({"prompt": r["prompt"], "completion": r["completion"]}, tokenizer)
+                                         for r in rows]),
+        processing_class=tokenizer,
         peft_config=None if p.init_adapter else lora_config(p),
         callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p, verifier),
     )
@@ -186,11 +253,13 @@ def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]], progress:
 
     from rust_rewards.train.callbacks import MetricsFileCallback
 
+    tokenizer = AutoTokenizer.from_pretrained(p.model)
     trainer = DPOTrainer(
         model=trainer_model(p),
         args=dpo_config(p),
-        train_dataset=Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in pairs]),
-        processing_class=AutoTokenizer.from_pretrained(p.model),
+        train_dataset=Dataset.from_list([trl_example({k: r[k] for k in ("prompt", "chosen", "rejected")}, tokenizer)
+                                         for r in pairs]),
+        processing_class=tokenizer,
         peft_config=None if p.init_adapter else lora_config(p),
         callbacks=run_callbacks(p, MetricsFileCallback(p.output_dir), progress) + eval_callbacks(p, verifier),
     )
@@ -208,12 +277,19 @@ def build_grpo_trainer(
     callbacks.
 
     Our ``RunLogCallback`` runs before the wandb callback, so ``reward_share`` and the ``verify/*``
-    counts reach wandb too; ``guard`` (default: from the params) stops training on internal errors.
+    counts reach wandb too; ``guard`` (default: from the params) stops training on internal errors. A model without
+    a chat template gets plain text prompts (no ``--feedback-turns``: tool calls need a chat template).
     """
+    from transformers import AutoTokenizer
+
     from rust_rewards.rewards.cargo_tool import cargo_check_tool
     from rust_rewards.train.callbacks import RunLogCallback
     from rust_rewards.train.rollouts import EngineGRPOTrainer
 
+    tokenizer = AutoTokenizer.from_pretrained(p.model)
+    if p.feedback_turns and not has_chat_template(tokenizer):
+        raise ValueError(f"--feedback-turns {p.feedback_turns}: {p.model} has no chat template, which the cargo_check "
+                         "tool calls need; train it with --feedback-turns 0")
     verifier = verifier or get_verifier()
     funcs, weights = select_rewards(p, verifier)
     recorder = RewardRecorder(funcs)
@@ -227,12 +303,14 @@ def build_grpo_trainer(
         reward_funcs=recorder.wrapped,
         args=grpo_config(p, [weights[f.__name__] for f in funcs]),
         train_dataset=task_dataset(tasks, feedback=p.feedback_turns > 0, answer_format=p.answer_format,
-                                   hints=None if hints is None else (hints, chat_renderer(p.model))),
+                                   hints=None if hints is None else (hints, chat_renderer(tokenizer)),
+                                   tokenizer=tokenizer),
         peft_config=None if p.init_adapter else lora_config(p),
         callbacks=run_callbacks(p, log, progress) + eval_callbacks(p, verifier),
         tools=[cargo_check_tool(verifier)] if p.feedback_turns else None,
         generation_engine=p.generation_engine,
         share_prompt=p.share_prompt,
+        stop_at_fence=p.stop_at_fence,
     )
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     end_ids = (*trainer.eos_token_ids, tokenizer.pad_token_id)

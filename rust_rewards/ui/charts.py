@@ -13,8 +13,9 @@ import marimo as mo
 import pandas as pd
 
 from rust_rewards.data.pipeline import Dropped
-from rust_rewards.eval.metrics import ROUND_METRICS, ModelSummary, long_metrics, round_metrics
+from rust_rewards.eval.metrics import METRIC_LABELS, ROUND_METRICS, ModelSummary, long_metrics, round_metrics
 from rust_rewards.runs.records import (
+    PASS_CHECKS,
     EvalLogs,
     error_code_counts,
     eval_error_codes,
@@ -31,15 +32,24 @@ STEP_AXIS = alt.Axis(format="d", tickMinStep=1)
 LINE_LEGEND = alt.Legend(orient="bottom", symbolOpacity=1)
 """A line chart's legend: its symbols drawn at full opacity, not at the faint raw line's."""
 COUNT_AXIS = alt.Axis(format="d", tickMinStep=1)
-EVAL_METRICS = ROUND_METRICS
-"""The eval metrics viz.py compares, in their order (besides pass@k)."""
+EVAL_METRICS = [METRIC_LABELS[metric] for metric in ROUND_METRICS]
+"""The eval metrics the charts compare, in their order and worded as the tables word them (besides pass@k)."""
+PASS_LEGEND = alt.Legend(orient="bottom", columns=4, symbolOpacity=1)
+"""The pass-rate chart's legend: seven checks in two rows (in one row the last ones ran off a half-width chart)."""
+
+
+def table_wording(data: pd.DataFrame) -> pd.DataFrame:
+    """Tidy metric rows with each ``metric`` named as the tables name it (``METRIC_LABELS``; pass@k stays)."""
+    return data.assign(metric=data["metric"].map(lambda metric: METRIC_LABELS.get(metric, metric)))
 
 
 def chart_or_note(chart: alt.Chart | None, note: str) -> object:
-    """The chart as a marimo element, or a short note where there is nothing to plot yet."""
+    """The chart as a marimo element, or a short note where there is nothing to plot yet. Drawn as SVG: its titles,
+    axes and legends are text of the page (the browser's search finds them, the browser tests read them)."""
     if chart is None:
         return mo.callout(mo.md(note), kind="neutral")
-    return mo.ui.altair_chart(chart, chart_selection=False, legend_selection=True)
+    with alt.renderers.set_embed_options(renderer="svg"):
+        return mo.ui.altair_chart(chart, chart_selection=False, legend_selection=True)
 
 
 # A training run (viz.py)
@@ -172,16 +182,17 @@ def pass_rate_chart(completions: pd.DataFrame) -> alt.Chart | None:
     rates = pass_rates(completions)
     if rates.empty:
         return None
+    order = [check for check in PASS_CHECKS if check in set(rates["check"])]
     return (
         alt.Chart(rates)
         .mark_line(point=True)
         .encode(
             x=alt.X("step:Q", title="step", axis=STEP_AXIS),
             y=alt.Y("rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
-            color=alt.Color("check:N", title=None, legend=alt.Legend(orient="bottom")),
+            color=alt.Color("check:N", title=None, sort=order, legend=PASS_LEGEND),
             # lines with equal rates (build and clippy, often) lie on each other: dashes and point shapes tell them
-            strokeDash=alt.StrokeDash("check:N", title=None, legend=None),
-            shape=alt.Shape("check:N", title=None, legend=None),
+            strokeDash=alt.StrokeDash("check:N", title=None, sort=order, legend=None),
+            shape=alt.Shape("check:N", title=None, sort=order, legend=None),
             tooltip=["check:N", "step:Q", alt.Tooltip("rate:Q", format=".1%"), "passed:Q", "n:Q"],
         )
         .properties(title="Pass rates of sampled completions", width="container", height=220)
@@ -212,13 +223,13 @@ def error_code_chart(completions: pd.DataFrame, top: int = 8) -> alt.Chart | Non
 
 def eval_chart(logs: EvalLogs) -> alt.Chart | None:
     """Models side by side per metric, bars with their 95% confidence intervals."""
-    table = eval_metrics(logs)
+    table = table_wording(eval_metrics(logs))
     extra_k = table["metric"].str.startswith("pass@") & (table["metric"] != "pass@1")
     table = table[table["metric"].isin(EVAL_METRICS) | extra_k]
     if table.empty:
         return None
     base = alt.Chart(table).encode(
-        x=alt.X("metric:N", title=None, sort=list(EVAL_METRICS), axis=alt.Axis(labelAngle=-30)),
+        x=alt.X("metric:N", title=None, sort=EVAL_METRICS, axis=alt.Axis(labelAngle=-30)),
         xOffset=alt.XOffset("model:N"),
         color=alt.Color("model:N", legend=alt.Legend(orient="bottom")),
     )
@@ -254,7 +265,7 @@ def eval_error_chart(logs: EvalLogs) -> alt.Chart | None:
 
 def eval_rounds_chart(logs: EvalLogs) -> alt.FacetChart | None:
     """Each metric per repair round, models side by side with 95% intervals (None without repair rounds)."""
-    table = round_metrics(logs.summaries)
+    table = table_wording(round_metrics(logs.summaries))
     if table.empty:
         return None
     base = alt.Chart().encode(x=alt.X("round:O", title="repair round"),
@@ -266,7 +277,7 @@ def eval_rounds_chart(logs: EvalLogs) -> alt.FacetChart | None:
     )
     whiskers = base.mark_errorbar().encode(y="lo:Q", y2="hi:Q")
     return alt.layer(line, whiskers, data=table).properties(width=160, height=200).facet(
-        column=alt.Column("metric:N", title=None, sort=list(EVAL_METRICS)),
+        column=alt.Column("metric:N", title=None, sort=EVAL_METRICS),
         title="Eval: metrics per repair round (round 0 = one-shot)")
 
 
@@ -277,7 +288,7 @@ def rates_chart(summaries: dict[str, ModelSummary]) -> alt.LayerChart:
     """Build/clippy/test rates, hidden pass@1, hack flags, off-task answers and signature mismatches per model, with
     95% intervals."""
     data = long_metrics(summaries)
-    data = data[~data["metric"].str.startswith("pass@")]
+    data = table_wording(data[~data["metric"].str.startswith("pass@")])
     base = alt.Chart(data).encode(
         x=alt.X("metric:N", title=None, sort=None),
         xOffset="model:N",
@@ -306,7 +317,7 @@ def pass_at_k_chart(summaries: dict[str, ModelSummary]) -> alt.LayerChart:
 
 def rounds_chart(summaries: dict[str, ModelSummary]) -> alt.FacetChart | None:
     """Each metric per repair round, models side by side, with 95% intervals (None without repair rounds)."""
-    data = round_metrics(summaries)
+    data = table_wording(round_metrics(summaries))
     if data.empty:
         return None
     base = alt.Chart().encode(x=alt.X("round:O", title="repair round"), color="model:N")

@@ -22,6 +22,10 @@ import marimo as mo
 from rust_rewards.params import ParamInfo, info_of
 
 NONE_LABEL = "(none)"
+PANEL_CLASS = "param-panel"
+FULL_HEIGHT_CSS = f".marimo-cell.interactive .output-area:has(.{PANEL_CLASS}) {{ max-height: none; }}"
+"""marimo's editor caps a cell's output at 610 px and scrolls the rest inside it, where a form's later sections
+were cut off and easy to miss: the cell that shows a ``param_panel`` grows to the form's full height instead."""
 
 
 def existing_files(root: Path, patterns: Iterable[str], limit: int = 200) -> list[str]:
@@ -110,7 +114,8 @@ def _section(items: Sequence[Any]) -> Any:
 
 def param_panel(controls: Any, cls: type, extra: Mapping[str, Sequence[Any]] | None = None,
                 problem: str | None = None) -> Any:
-    """``controls`` laid out by group (in field order) with each field's help; advanced fields folded.
+    """``controls`` laid out by group (in field order) with each field's help; advanced fields folded; shown whole in
+    the editor (``FULL_HEIGHT_CSS``).
 
     ``extra`` adds elements at the end of a group's main section (e.g. the weights of selected rewards);
     ``problem``, a validation message, is shown in red under the control of the field its ``--flag`` names
@@ -131,5 +136,5 @@ def param_panel(controls: Any, cls: type, extra: Mapping[str, Sequence[Any]] | N
     parts = [mo.vstack([mo.md(f"**{group}**"), _section(items)], gap=0.4) for group, items in main.items()]
     if folded:
         parts.append(mo.accordion({f"Advanced: {group}": _section(items) for group, items in folded.items()}))
-    return mo.vstack(parts, gap=1.0)
+    return mo.Html(f"<div class='{PANEL_CLASS}'><style>{FULL_HEIGHT_CSS}</style>{mo.vstack(parts, gap=1.0).text}</div>")
 
