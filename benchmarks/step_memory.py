@@ -5,7 +5,8 @@
 Each setting (``BATCHxACCUMULATION``: ``--per-device-train-batch-size`` x ``--gradient-accumulation-steps``, the
 same completions per step) runs ``train.py --preset P --max-steps 1 --pass-rate-k 0`` in a fresh process and folder;
 settings alternate when repeated. Prints, per run, the peak resident memory of the training process (its
-``ru_maxrss``, read by a wrapper process that runs nothing else), the step's time and its parts (generation,
+``ru_maxrss``, read by a wrapper process that runs nothing else) beside the peak ``train.py`` expected
+(``rust_rewards.train.cpu_memory``), the step's time and its parts (generation,
 rewards, the rest: the loss's forward and backward passes and the optimizer), and the medians per setting.
 Extra ``train.py`` flags go after ``--``.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import statistics
 import subprocess
@@ -37,9 +39,11 @@ def run_once(preset: str, batch: int, accumulation: int, extra: list[str]) -> di
             raise SystemExit(f"train.py failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / GIB  # KiB on Linux
         row = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+        said = re.search(r"^memory: about ([0-9.]+) GiB", done.stdout, re.M)
     step = row["step_time"]
     generation, rewards = row.get("generation_time", 0.0), row.get("reward_time", 0.0)
-    return {"peak_gib": peak, "step_s": step, "generation_s": generation, "rewards_s": rewards,
+    return {"peak_gib": peak, "expected_gib": float(said.group(1)) if said else float("nan"), "step_s": step,
+            "generation_s": generation, "rewards_s": rewards,
             "rest_s": step - generation - rewards}
 
 
@@ -65,7 +69,8 @@ def main() -> None:
                 raise SystemExit(done.stderr.strip()[-2000:] or f"setting {setting} failed")
             r = json.loads(done.stdout.strip().splitlines()[-1])
             results[setting].append(r)
-            print(f"run {repeat + 1} {setting:>5}: peak {r['peak_gib']:.2f} GiB, step {r['step_s']:.1f} s "
+            print(f"run {repeat + 1} {setting:>5}: peak {r['peak_gib']:.2f} GiB (train.py expected "
+                  f"{r['expected_gib']:.1f}), step {r['step_s']:.1f} s "
                   f"(generation {r['generation_s']:.1f} s, rewards {r['rewards_s']:.1f} s, "
                   f"loss and optimizer {r['rest_s']:.1f} s)", flush=True)
     base = settings[0]

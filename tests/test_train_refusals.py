@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,40 @@ def test_move_aside_keeps_the_log_its_process_writes(tmp_path):
     (aside,) = tmp_path.glob("run.old-*")
     assert sorted(p.name for p in out.iterdir()) == ["train.log"] and (aside / "params.json").is_file()
     assert (out / "train.log").read_text() == f"moved to {aside}\n"
+
+
+@pytest.mark.parametrize("free_gib", [0.5, 64.0])
+def test_a_cpu_run_says_its_expected_peak_and_is_refused_when_it_cannot_fit(tmp_path, capsys, monkeypatch,
+                                                                         tiny_model_dir, free_gib):
+    """Before the model loads, a CPU GRPO run prints the peak memory it expects (``cpu_memory``); when that is above
+    the machine's free memory it stops there, in one line naming the flag and the way out (exit 2)."""
+    monkeypatch.setattr(loop, "build_tiny_model", lambda *args, **kwargs: None)
+    monkeypatch.setattr(loop, "available_gib", lambda: free_gib)
+    monkeypatch.setattr(loop, "train_stage", lambda *args, **kwargs: (_ for _ in ()).throw(Trained()))
+    values = flags(tmp_path, model=str(tiny_model_dir))
+    if free_gib < 1:
+        line = refusal(values, capsys)
+        assert line.startswith("train.py: --per-device-train-batch-size 16: this run needs about "), line
+        assert "and this machine has 0.5 GiB free: lower --per-device-train-batch-size (to 8" in line
+        assert not (tmp_path / "run").exists()  # refused before the run folder is claimed for training
+        return
+    with pytest.raises(Trained):
+        loop.run_training(params_from_mapping(values), progress=None)
+    printed = capsys.readouterr().out
+    assert re.search(r"^memory: about \d+\.\d GiB peak on the CPU \(estimate: micro-batch 16, prompts up to \d+ \+ "
+                     r"128 completion tokens\); 64\.0 GiB free$", printed, re.M), printed
+
+
+def test_the_smollm2_preset_plans_under_4_gb_where_16_at_once_does_not():
+    """``smollm2-cpu``'s micro-batches are set so its expected peak (SmolLM2-135M's shape, the easy tier's longest
+    prompt, 259 tokens) stays under 4 GB; its 16 completions in one pass would not (measured: 9.55 GiB)."""
+    from rust_rewards.train.config import preset_params
+    from rust_rewards.train.cpu_memory import CpuRun, peak_gib
+    from rust_rewards.train.gpu_plan import ModelShape
+
+    smollm2 = ModelShape(hidden=576, intermediate=1536, layers=30, heads=9, kv_heads=3, vocab=49152, tied=True)
+    p = preset_params("smollm2-cpu")
+    run = CpuRun(p.per_device_train_batch_size, 259, p.max_completion_length, p.lora_r, p.gradient_checkpointing)
+    assert p.per_device_train_batch_size * p.gradient_accumulation_steps == 16
+    assert peak_gib(smollm2, run) * 2**30 < 4e9
+    assert peak_gib(smollm2, dataclasses.replace(run, micro_batch=16)) * 2**30 > 8e9

@@ -14,6 +14,7 @@ from rust_rewards.models.source import check_model_source
 from rust_rewards.params import one_line_errors
 from rust_rewards.train.checkpoints import RunFolderError, find_checkpoint
 from rust_rewards.train.config import TOOL_MODEL_SUFFIX, TrainParams, params_from_mapping, preset_params
+from rust_rewards.train.cpu_memory import NotEnoughMemory
 from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import quiet_script_logs, run_training
@@ -56,7 +57,7 @@ def run_command_line(values: Mapping[str, Any]) -> None:
             if not params.build_tiny_model:
                 check_model_source(params.model)
     quiet_script_logs()
-    with one_line_errors("train.py", (SettingRejected, TrainTasksError, RunFolderError)):  # settings, data, folder
+    with one_line_errors("train.py", (SettingRejected, TrainTasksError, RunFolderError, NotEnoughMemory)):
         try:
             (run_dry_run if params.dry_run else run_training)(params)
         except (InfrastructureError, NoSignalError) as err:  # the run started and stopped: exit 1

@@ -4,12 +4,14 @@ train the stage, save the adapter, upload, report; each step a function of its o
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
 from rust_rewards.cpus import contiguous_lm_head, cpu_share, keep_freed_memory
 from rust_rewards.data.bundled import BUNDLED_TASKS
 from rust_rewards.data.dpo_pairs import read_pairs
+from rust_rewards.data.pipeline import count_prompt_tokens
 from rust_rewards.data.sft_rows import SFTSet
 from rust_rewards.eval.generation import ignore_library_warnings
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
@@ -35,6 +37,8 @@ from rust_rewards.train.config import (
     TOOL_WARM_THREADS,
     TrainParams,
 )
+from rust_rewards.train.cpu_memory import CpuRun, available_gib, fit_line
+from rust_rewards.train.gpu_plan import ModelShape
 from rust_rewards.train.model_card import RunDescription, write_model_card
 from rust_rewards.train.oxen_upload import upload_to_oxen
 from rust_rewards.train.resolve import resolve_params, select_rewards
@@ -126,6 +130,8 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
                 tool_calls=TOOL_WARM_SHARE, steps=TOOL_WARM_STEPS, threads=TOOL_WARM_THREADS))
         else:
             build_tiny_model(p.model)
+    if p.use_cpu and p.stage == "grpo" and (line := cpu_memory_line(p, tasks)):
+        print(line, flush=True)  # refused in cpu_memory_line when it cannot fit, before the model loads
     processes = PartialState(cpu=bool(p.use_cpu))
     verifier = use_verifier(p, processes)  # the run's one verifier, from its flags, for every stage below
     sft = stage_data(p, tasks, verifier, pairs)
@@ -158,6 +164,22 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
               f"checkpoint-{trainer.state.global_step} kept; run again with the same output dir to resume", flush=True)
     return TrainResult(out, adapter, trainer.state.global_step, checkpoint,
                        history[-1] if history else {}, oxen_error, stopped)
+
+
+def cpu_memory_line(p: TrainParams, tasks: list[Task]) -> str:
+    """The expected peak memory of a GRPO run on the CPU (``cpu_memory``; per process under ``accelerate launch``),
+    from the model's config and its tokenizer's longest prompt; raises ``NotEnoughMemory`` when it cannot fit. Empty
+    when the model's config or tokenizer cannot be read here (the model's load says why)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        config, tokenizer = AutoConfig.from_pretrained(p.model), AutoTokenizer.from_pretrained(p.model)
+    except (OSError, ValueError):
+        return ""
+    longest = max(count_prompt_tokens(tasks, tokenizer), default=0)
+    run = CpuRun(p.per_device_train_batch_size, longest, p.max_completion_length, p.lora_r, p.gradient_checkpointing)
+    processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    return fit_line(ModelShape.from_config(config), run, available_gib() / processes)
 
 
 def filter_tasks(p: TrainParams, tasks: list[Task], verifier: Verifier, processes: Any) -> list[Task]:
