@@ -91,11 +91,11 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _notes(args: argparse.Namespace) -> int:
-    from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS
+    from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS, LOOP_TASKS, MEDIUM_TASKS
     from rust_rewards.data.importers import TaskSourceError, load_tasks
     from rust_rewards.verify.coverage import note_coverage
 
-    files = [Path(f) for f in args.tasks] or [BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS]
+    files = [Path(f) for f in args.tasks] or [BUNDLED_TASKS, EASY_TASKS, LOOP_TASKS, MEDIUM_TASKS]
     sets = {}
     for path in files:  # every file read before any is run
         try:
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--diagnostics", action="store_true", help="include the compiler's rendered messages")
     sub.add_parser("bench", help="benchmark: naive published scoring vs this verifier", add_help=False)
     notes = sub.add_parser("notes", help="count the hidden tests judged by std values, per task set")
-    notes.add_argument("--tasks", nargs="*", default=[], help="task files (default: the three shipped sets)")
+    notes.add_argument("--tasks", nargs="*", default=[], help="task files (default: the four shipped sets)")
     notes.add_argument("--workers", type=int, default=2)
     args, rest = parser.parse_known_args(argv)
     try:

@@ -1,5 +1,5 @@
-"""The shipped task sets (bundled, easy and medium): schema checks, then every reference verified with real cargo by the
-project's verifier.
+"""The shipped task sets (bundled, easy, medium and loop): schema checks, then every reference verified with real cargo
+by the project's verifier.
 
 Each reference solution must build, be clippy-clean and pass its hidden tests; the same code with every
 ``fn`` body replaced by ``todo!()`` must still build and fail every hidden test (so the tests really call
@@ -44,10 +44,15 @@ TASK_SETS = (
     TaskSet("bundled_tasks.jsonl", "bundled", "standard", r"rr-\d{3}-[a-z0-9-]+", 60, SHAPES),
     TaskSet("easy_tasks.jsonl", "bundled-easy", "easy", r"ez-\d{3}-[a-z0-9-]+", 50, ("unit",)),
     TaskSet("medium_tasks.jsonl", "bundled-medium", "medium", r"md-\d{3}-[a-z0-9-]+", 60, ("unit",)),
+    TaskSet("loop_tasks.jsonl", "bundled-loop", "loop", r"lp-\d{3}-[a-z0-9-]+", 150, ("unit",)),
 )
-WRONG_ANSWERS = Path(__file__).parent / "data" / "medium_wrong_answers.jsonl"
-"""Plausible wrong answers to the medium tier (off by one, a missed edge case, bytes for chars), one or more a task:
-each must build and fail a hidden test."""
+WRONG_ANSWERS = {TASK_SETS[2]: Path(__file__).parent / "data" / "medium_wrong_answers.jsonl",
+                 TASK_SETS[3]: Path(__file__).parent / "data" / "loop_wrong_answers.jsonl"}
+"""Plausible wrong answers to the medium and loop tiers (off by one, a missed edge case, bytes for chars, overflow),
+one or more a task: each must build and fail a hidden test."""
+NEAR_DUPLICATE = (0.6, 0.8)
+"""A loop task is new work: the word-set Jaccard of its prompt and any other shipped prompt stays below 0.6, the
+token-set Jaccard of its reference and any other shipped reference below 0.8."""
 
 
 def load_rows(task_set: TaskSet) -> list[dict]:
@@ -156,15 +161,35 @@ def test_task_sets_share_no_task_or_prompt():
     assert len({row["prompt"] for row in rows}) == len(rows)
 
 
-def test_medium_tier_repeats_no_function_of_the_other_sets():
-    """A medium task is new work: none of its public fns has the name of an easy or bundled task's fn."""
+@pytest.mark.parametrize("tier", [2, 3], ids=["medium", "loop"])
+def test_a_tier_repeats_no_function_of_the_other_sets(tier):
+    """A medium or loop task is new work: none of its public fns has the name of another set's fn (the loop tier's:
+    of any other set) or of another task of its own set."""
     def fns(task_set: TaskSet) -> Counter:
         return Counter(n for row in load_rows(task_set)
                        for n in set(re.findall(r"\bpub fn (\w+)", row["reference_code"])))
 
-    medium = fns(TASK_SETS[2])
-    assert not set(medium) & (set(fns(TASK_SETS[0])) | set(fns(TASK_SETS[1])))
-    assert medium.most_common(1)[0][1] == 1, medium.most_common(3)
+    own = fns(TASK_SETS[tier])
+    others = TASK_SETS[:2] if tier == 2 else [t for t in TASK_SETS if t is not TASK_SETS[tier]]
+    assert not set(own) & {n for t in others for n in fns(t)}
+    assert own.most_common(1)[0][1] == 1, own.most_common(3)
+
+
+def test_loop_tasks_are_no_near_duplicates_of_any_shipped_task():
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[a-z0-9_]+", text.lower()))
+
+    def jaccard(a: set[str], b: set[str]) -> float:
+        return len(a & b) / max(1, len(a | b))
+
+    rows = [row for task_set in TASK_SETS for row in load_rows(task_set)]
+    shapes = [(row["task_id"], words(row["prompt"]), {t.text for t in tokenize(row["reference_code"])})
+              for row in rows]
+    close = [(a, b, round(jaccard(pa, pb), 2), round(jaccard(ca, cb), 2))
+             for i, (a, pa, ca) in enumerate(shapes) if a.startswith("lp-")
+             for b, pb, cb in shapes[:i] + shapes[i + 1:]
+             if jaccard(pa, pb) >= NEAR_DUPLICATE[0] or jaccard(ca, cb) >= NEAR_DUPLICATE[1]]
+    assert not close, close[:10]
 
 
 def test_tests_match_their_shape(tasks):
@@ -225,10 +250,11 @@ def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
 
 
 @pytest.mark.slow
-def test_medium_wrong_answers_build_and_fail_a_hidden_test(verifier):
-    tasks = {t.task_id: t for t in (Task.from_row(row) for row in load_rows(TASK_SETS[2]))}
-    wrong = [json.loads(line) for line in WRONG_ANSWERS.read_text().splitlines()]
-    assert set(tasks) == {w["task_id"] for w in wrong}, "every medium task has a wrong answer"
+@pytest.mark.parametrize("tier", [2, 3], ids=["medium", "loop"])
+def test_wrong_answers_build_and_fail_a_hidden_test(tier, verifier):
+    tasks = {t.task_id: t for t in (Task.from_row(row) for row in load_rows(TASK_SETS[tier]))}
+    wrong = [json.loads(line) for line in WRONG_ANSWERS[TASK_SETS[tier]].read_text().splitlines()]
+    assert set(tasks) == {w["task_id"] for w in wrong}, "every task of the tier has a wrong answer"
     reports = verifier.verify_many([w["code"] for w in wrong],
                                    hidden=[tasks[w["task_id"]].hidden_tests() for w in wrong], raw_code=True)
     not_building = [w["task_id"] for w, r in zip(wrong, reports, strict=True) if not r.build_ok]
@@ -237,7 +263,7 @@ def test_medium_wrong_answers_build_and_fail_a_hidden_test(verifier):
     assert not passing, f"wrong answers the hidden tests let pass: {passing}"
 
 
-@pytest.mark.parametrize("name", ["bundled_tasks.jsonl", "easy_tasks.jsonl", "medium_tasks.jsonl"])
+@pytest.mark.parametrize("name", [t.file for t in TASK_SETS])
 def test_the_repository_copy_of_a_task_set_is_the_package_data(name):
     """Presets read ``qwen3-rust-finetune/NAME``, the dry run and the wheel the package data: one content."""
     root = Path(__file__).resolve().parent.parent
@@ -246,7 +272,7 @@ def test_the_repository_copy_of_a_task_set_is_the_package_data(name):
 
 @pytest.mark.slow
 def test_every_shipped_hidden_test_is_judged_by_std_values():
-    """Integrity V: every hidden test of the three sets compares std values (its notes), none left to a solution's
+    """Integrity V: every hidden test of the four sets compares std values (its notes), none left to a solution's
     own ``==`` or ``Debug``. Here, after the ``todo!()`` stubs' verification in this file, which made the
     reference runs that note them (once per process, ``single.reference_observations``)."""
     from rust_rewards.verify.config import VerifierConfig
@@ -257,4 +283,4 @@ def test_every_shipped_hidden_test_is_judged_by_std_values():
     tests, judged = sum(c.tests for c in counts), sum(c.judged for c in counts)
     print(f"{judged} of {tests} shipped hidden tests ({len(shipped)} tasks) judged by std values")
     not_judged = {t.task_id: c for t, c in zip(shipped, counts, strict=True) if c.error or c.judged != c.tests}
-    assert not not_judged and tests > 800, not_judged
+    assert not not_judged and tests > 1400, not_judged

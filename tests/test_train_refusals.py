@@ -217,7 +217,7 @@ def test_the_smollm2_preset_plans_under_4_gb_where_16_at_once_does_not():
 
     smollm2 = ModelShape(hidden=576, intermediate=1536, layers=30, heads=9, kv_heads=3, vocab=49152, tied=True)
     p = preset_params("smollm2-cpu")
-    run = CpuRun(p.per_device_train_batch_size, 259, p.max_completion_length, p.lora_r, p.gradient_checkpointing)
+    run = CpuRun(p.per_device_train_batch_size, 16, 259, p.max_completion_length, p.lora_r, p.gradient_checkpointing)
     assert p.per_device_train_batch_size * p.gradient_accumulation_steps == 16
     assert peak_gib(smollm2, run) * 2**30 < 4e9
     assert peak_gib(smollm2, dataclasses.replace(run, micro_batch=16)) * 2**30 > 8e9

@@ -340,7 +340,7 @@ def paged_cache_blocks(lengths: Iterable[int]) -> int:
     """Blocks of transformers' paged KV cache that hold sequences of ``lengths`` tokens, each in its own blocks."""
     from transformers.generation import ContinuousBatchingConfig
 
-    # tokens per block: `page_size` in transformers 5.23 and later (constraints.txt), `block_size` in 5.17 (the gpu extra)
+    # tokens per block: `page_size` in transformers 5.23 on (constraints.txt), `block_size` in 5.17 (the gpu extra)
     default = ContinuousBatchingConfig()
     page = getattr(default, "page_size", None) or default.block_size
     return sum(math.ceil(length / page) for length in lengths)

@@ -1,10 +1,13 @@
 """The peak resident memory of a training run on the CPU, estimated before its model loads, against the memory this
 machine has free.
 
-Closed formulas over the model's shape and the run's settings, like ``gpu_plan``'s, in fp32 (a CPU run's dtype);
-the per-token activation factor and the process's own share are fitted on SmolLM2-135M GRPO steps measured by
-``benchmarks/step_memory.py`` (2-core AMD EPYC, 16x1: 9.55 GiB, 4x4: 4.06 GiB, 2x8: 3.27 GiB peak RSS; docs/train.md),
-which prints this estimate beside each measurement. An ESTIMATE: another model family or attention kernel moves it.
+Closed formulas over the model's shape and the run's settings, like ``gpu_plan``'s, in fp32 (a CPU run's dtype). Two
+constants are measured: the process's own share (the tiny preset's peak, its model 0.4M parameters) and the
+activations a layer keeps per token (fitted on SmolLM2-135M GRPO steps, ``benchmarks/step_memory.py``, 2-core AMD
+EPYC: 16x1 9.55 GiB, 4x4 4.06 GiB, 2x8 3.27 GiB peak RSS; docs/train.md), and the benchmark prints the estimate
+beside each measurement. Rows add up although they peak at different moments: a run keeps the memory it frees
+(``cpus.keep_freed_memory``), so the load's copy of the weights and generation's cache stay resident. An ESTIMATE:
+another model family or attention kernel moves it.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from dataclasses import dataclass
 from rust_rewards.train.gpu_plan import GIB, ModelShape, Row
 
 FP32 = 4
-PROCESS_GIB = 1.9
-"""Python with torch, transformers, TRL and datasets imported, the verifier's threads, allocator slack and generation
-beside the weights: the measured peaks less the rows below (fitted, see the module's docstring)."""
+PROCESS_GIB = 1.1
+"""Python with torch, transformers, TRL and datasets imported, the verifier's threads and allocator slack: the tiny
+preset's measured peak (1.09 GiB, ``/usr/bin/time -v``), whose model adds next to nothing."""
 ACTIVATION_FLOATS = (6, 3)
 """fp32 values a decoder layer keeps for backward per token: 6 x hidden + 3 x intermediate (fitted)."""
 LOGIT_COPIES = 3
@@ -32,6 +35,8 @@ class CpuRun:
     """The settings of a CPU run that set its peak memory."""
 
     micro_batch: int
+    completions_per_step: int
+    """Completions generated together (batch x accumulation)."""
     prompt_tokens: int
     """The longest prompt in tokens (a micro-batch is padded to its longest)."""
     completion_tokens: int
@@ -45,8 +50,13 @@ def memory_rows(m: ModelShape, run: CpuRun) -> list[Row]:
     tokens = run.micro_batch * (run.prompt_tokens + run.completion_tokens)
     per_token_layer = (ACTIVATION_FLOATS[0] * m.hidden + ACTIVATION_FLOATS[1] * m.intermediate) * FP32
     rows = [
-        Row("process (libraries, verifier, generation, slack)", PROCESS_GIB, "fitted on measured steps"),
+        Row("process (libraries, verifier, allocator slack)", PROCESS_GIB, "the tiny preset's measured peak"),
         Row("base weights (fp32)", p * FP32 / GIB, f"params {p:,} x 4 B"),
+        Row("the load's copy of the weights (kept)", p * FP32 / GIB, f"params {p:,} x 4 B"),
+        Row("generation's key/value cache (kept)",
+            run.completions_per_step * (run.prompt_tokens + run.completion_tokens) * m.kv_bytes_per_token(FP32) / GIB,
+            f"{run.completions_per_step} sequences x {run.prompt_tokens + run.completion_tokens} tokens x "
+            f"{m.kv_bytes_per_token(FP32):,} B (layers x 2 x kv_heads x head_dim x 4 B)"),
         Row("LoRA weights + grads + AdamW", lora * 16 / GIB, f"LoRA params {lora:,} x (4 + 4 + 8) B"),
     ]
     if run.gradient_checkpointing:

@@ -177,7 +177,8 @@ def cpu_memory_line(p: TrainParams, tasks: list[Task]) -> str:
     except (OSError, ValueError):
         return ""
     longest = max(count_prompt_tokens(tasks, tokenizer), default=0)
-    run = CpuRun(p.per_device_train_batch_size, longest, p.max_completion_length, p.lora_r, p.gradient_checkpointing)
+    run = CpuRun(p.per_device_train_batch_size, p.per_device_train_batch_size * p.gradient_accumulation_steps, longest,
+                 p.max_completion_length, p.lora_r, p.gradient_checkpointing)
     processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     return fit_line(ModelShape.from_config(config), run, available_gib() / processes)
 
