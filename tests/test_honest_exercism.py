@@ -13,9 +13,9 @@ the hidden tests.
 Every completion is verified against the task's hidden tests (raw code, rewards from ``rewards_from_report``); each
 must keep the full hidden reward (2.0), get no internal error and no hack reason but those its reference needs
 (``REFERENCE_NEEDS``), and the full test reward where its own tests tell it from a mutant. The normal suite checks
-the ``QUICK`` tasks in direct mode (~12 s on 2 cores); the whole corpus in direct and in batch mode is ``slow`` (178
-s and 129 s on an idle 2-core AMD EPYC, batch after direct in one process: the reference's notes are shared; every
-Exercism answer falls back to the direct path in batch mode). Each run prints its counts, the answers below the full
+the ``QUICK`` tasks in direct and in batch mode (~12 s each on 2 cores); the whole corpus in direct mode is ``slow``
+(178-242 s on a 2-core AMD EPYC). Every Exercism answer falls back to the direct path in batch mode, so the whole
+corpus in batch mode would repeat it. Each run prints its counts, the answers below the full
 test reward and why, and every answer that loses hidden reward, has a hack reason, an internal error or a doubt
 about its own tests, with the line that triggered each reason (``pytest -s`` shows them on success too). The data is
 read from ``../shared/benchmarks`` (never copied here); the tests skip when it is absent.
@@ -226,9 +226,15 @@ def test_honest_exercism_answers_of_policy_tasks_keep_their_rewards() -> None:
     _check("direct", QUICK)
 
 
+def test_honest_exercism_answers_of_policy_tasks_keep_their_rewards_in_batch_mode() -> None:
+    """The ``QUICK`` tasks in batch mode, which sends every Exercism answer to the direct path (integration-shaped
+    hidden tests): the whole corpus in batch mode repeats the direct run below (measured 2026-12-02: 95 of 95 with
+    hidden 2.0, no hack reason, 311 s), so the suite runs it on these only."""
+    _check("batch", QUICK)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["direct", "batch"])
-def test_honest_exercism_answers_keep_their_rewards(mode: str) -> None:
+def test_honest_exercism_answers_keep_their_rewards() -> None:
     """Each of the 95 honest answers keeps the full hidden reward (2.0) and gets no hack reason but those its
-    reference needs (batch mode sends every Exercism answer to the direct path: integration-shaped hidden tests)."""
-    _check(mode)
+    reference needs, direct mode."""
+    _check("direct")
