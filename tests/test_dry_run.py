@@ -315,11 +315,12 @@ def test_a_dry_run_never_clears_a_folder_it_did_not_write(tmp_path):
 
 @pytest.mark.slow
 def test_load_in_4bit_cli_refusals(tmp_path):
-    """The command line refuses before anything runs, with ``train.py: MESSAGE`` and exit status 2."""
+    """The command line refuses before anything runs, with ``train.py: MESSAGE`` and exit status 2 (with a task file
+    that exists: a clean checkout has no ``processed/`` split, which is refused first)."""
     for flags, key in ((["--load-in-4bit"], "cuda"), (["--load-in-4bit", "--use-vllm", "true"], "colocate")):
         proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--preset", "real", "--output-dir",
-                               str(tmp_path / "out"), *flags], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300)
+                               str(tmp_path / "out"), "--data", str(ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl"),
+                               *flags], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert f"train.py: {QLORA_REFUSALS[key]}" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
