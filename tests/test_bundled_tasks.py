@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rust_rewards.data.pipeline import jaccard
 from rust_rewards.rust.lexer import tokenize
 from rust_rewards.tasks import TASK_COLUMNS, Task
 
@@ -176,14 +177,11 @@ def test_a_tier_repeats_no_function_of_the_other_sets(tier):
 
 
 def test_loop_tasks_are_no_near_duplicates_of_any_shipped_task():
-    def words(text: str) -> set[str]:
-        return set(re.findall(r"[a-z0-9_]+", text.lower()))
-
-    def jaccard(a: set[str], b: set[str]) -> float:
-        return len(a & b) / max(1, len(a | b))
+    def words(text: str) -> frozenset[str]:
+        return frozenset(re.findall(r"[a-z0-9_]+", text.lower()))
 
     rows = [row for task_set in TASK_SETS for row in load_rows(task_set)]
-    shapes = [(row["task_id"], words(row["prompt"]), {t.text for t in tokenize(row["reference_code"])})
+    shapes = [(row["task_id"], words(row["prompt"]), frozenset(t.text for t in tokenize(row["reference_code"])))
               for row in rows]
     close = [(a, b, round(jaccard(pa, pb), 2), round(jaccard(ca, cb), 2))
              for i, (a, pa, ca) in enumerate(shapes) if a.startswith("lp-")

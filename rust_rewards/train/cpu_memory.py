@@ -47,15 +47,16 @@ class CpuRun:
 def memory_rows(m: ModelShape, run: CpuRun) -> list[Row]:
     """The rows of a CPU run's peak (GiB), each with its formula."""
     p, lora = m.params(), m.lora_params(run.lora_r)
-    tokens = run.micro_batch * (run.prompt_tokens + run.completion_tokens)
+    sequence = run.prompt_tokens + run.completion_tokens
+    tokens = run.micro_batch * sequence
     per_token_layer = (ACTIVATION_FLOATS[0] * m.hidden + ACTIVATION_FLOATS[1] * m.intermediate) * FP32
     rows = [
         Row("process (libraries, verifier, allocator slack)", PROCESS_GIB, "the tiny preset's measured peak"),
         Row("base weights (fp32)", p * FP32 / GIB, f"params {p:,} x 4 B"),
         Row("the load's copy of the weights (kept)", p * FP32 / GIB, f"params {p:,} x 4 B"),
         Row("generation's key/value cache (kept)",
-            run.completions_per_step * (run.prompt_tokens + run.completion_tokens) * m.kv_bytes_per_token(FP32) / GIB,
-            f"{run.completions_per_step} sequences x {run.prompt_tokens + run.completion_tokens} tokens x "
+            run.completions_per_step * sequence * m.kv_bytes_per_token(FP32) / GIB,
+            f"{run.completions_per_step} sequences x {sequence} tokens x "
             f"{m.kv_bytes_per_token(FP32):,} B (layers x 2 x kv_heads x head_dim x 4 B)"),
         Row("LoRA weights + grads + AdamW", lora * 16 / GIB, f"LoRA params {lora:,} x (4 + 4 + 8) B"),
     ]
@@ -66,8 +67,8 @@ def memory_rows(m: ModelShape, run: CpuRun) -> list[Row]:
                         f"+ {ACTIVATION_FLOATS[1]} x intermediate {m.intermediate}) x 4 B"))
     else:
         rows.append(Row("activations", m.layers * tokens * per_token_layer / GIB,
-                        f"layers {m.layers} x tokens {tokens:,} (micro-batch {run.micro_batch} x "
-                        f"{run.prompt_tokens + run.completion_tokens}) x ({ACTIVATION_FLOATS[0]} x hidden {m.hidden} + "
+                        f"layers {m.layers} x tokens {tokens:,} (micro-batch {run.micro_batch} x {sequence}) x "
+                        f"({ACTIVATION_FLOATS[0]} x hidden {m.hidden} + "
                         f"{ACTIVATION_FLOATS[1]} x intermediate {m.intermediate}) x 4 B"))
     rows.append(Row("completion logits", run.micro_batch * run.completion_tokens * m.vocab * FP32 * LOGIT_COPIES / GIB,
                     f"micro-batch {run.micro_batch} x completion {run.completion_tokens} x vocab {m.vocab:,} x 4 B x "
