@@ -6,7 +6,7 @@
 The workload: the first ``--prompts`` prompts of the easy tier's training split (``benchmarks/learning.py``'s seeded
 split), each sampled ``--n`` times (a GRPO group; ``inference.py --n``), at most ``--tokens`` new tokens, at the
 temperature of the model's preset (tiny 1.0, smollm2-cpu 0.7), solution-only prompts. Paths, each through
-``rust_rewards.eval.generation.HFGenerator`` on one loaded model (``rust_rewards.eval.decoding``'s engines):
+``rust_rewards.sampling.engines.HFGenerator`` on one loaded model (``rust_rewards.sampling.decoding``'s engines):
 
 - ``padded-8``: the baseline, what ``inference.py`` did before (one ``generate`` per 8 left-padded prompts);
 - ``padded-64``: the same with the new batch size (also TRL's own non-vLLM rollout path);
@@ -44,8 +44,8 @@ from learning import split  # noqa: E402
 
 from rust_rewards.atomic import write_json_atomic  # noqa: E402
 from rust_rewards.data.bundled import EASY_TASKS  # noqa: E402
-from rust_rewards.eval.generation import SamplingParams, make_generator, vllm_available  # noqa: E402
 from rust_rewards.models.source import check_adapter_folder, check_model_source  # noqa: E402
+from rust_rewards.sampling.engines import SamplingParams, make_generator, vllm_available  # noqa: E402
 from rust_rewards.train.config import preset_params  # noqa: E402
 
 PATHS = {  # name: (engine, batch size, cache implementation)

@@ -17,9 +17,13 @@ own tools.
    (``--skip-base``: not evaluated; the first stage is compared with nothing).
 3. With ``--sft-steps N``: ``train.py --stage sft`` on the training split's verified references, then sample and
    score its adapter (``sft``).
-4. ``train.py`` (GRPO, the preset's settings) for ``--steps`` steps on the training split, from the SFT adapter if
-   there is one (``--init-adapter``); its reward curve lands in ``OUT/grpo/metrics.jsonl`` (``marimo run viz.py --
-   --run OUT/grpo``). Sample and score it (``grpo``).
+4. ``train.py`` (GRPO, the preset's settings) for ``--steps`` steps on the training split (``--grpo-tiers``: only
+   its tasks of those tiers), from the SFT adapter if there is one (``--init-adapter``); its reward curve lands in
+   ``OUT/grpo/metrics.jsonl`` (``marimo run viz.py -- --run OUT/grpo``). Sample and score it (``grpo``). With
+   ``--grpo-name NAME`` the stage is ``OUT/NAME`` and labelled NAME: several GRPO configurations share one ``OUT``,
+   its SFT adapter and its SFT samples (``train.py --resume auto`` and ``inference.py`` resume what is there), and
+   a filter's counts of another configuration with the same setup are copied in (``train.py`` reuses them only
+   when its filter's setup matches).
 5. With ``--dpo-steps N``, the offline baseline from the same starting point: sample ``--dpo-n`` answers per training
    task with the SFT adapter (or the base), rank them with cargo into preference pairs
    (``python -m rust_rewards.data.dpo_pairs``), ``train.py --stage dpo`` for N steps, sample and score (``dpo``).
@@ -28,8 +32,9 @@ own tools.
    DPO over SFT; mean of per-task differences with a 95% bootstrap interval over tasks; tasks better / same /
    worse), the smallest gain over each stage's start the design could detect (80% power, from the start's per-task
    rates: ``rust_rewards.eval.metrics.detectable_gain``), why GRPO had or lacked signal (groups whose rewards were
-   all equal, clipped completions, reward spread, each reward, KL when ``--beta`` > 0), and the wall time of every
-   step.
+   all equal, clipped completions, reward spread, each reward, KL when ``--beta`` > 0), where the signal was per
+   step (the share of each tier's groups whose answers both pass and fail the hidden tests; training tasks that no
+   filter sample passed and a rollout later did), and the wall time of every step.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -56,9 +62,11 @@ from rust_rewards.eval.metrics import (  # noqa: E402
     pass_at_k,
     wilson_interval,
 )
+from rust_rewards.layout import PASS_RATE_SAMPLES_FILE, PASS_RATES_FILE  # noqa: E402
 from rust_rewards.models.source import check_model_source  # noqa: E402
 from rust_rewards.prompts import ANSWER_FORMATS, asks_for_tests  # noqa: E402
 from rust_rewards.rewards.recipes import resolve_weights  # noqa: E402
+from rust_rewards.runs.records import load_completions  # noqa: E402
 from rust_rewards.train.config import PASS_RATE_KEEP, preset_params  # noqa: E402
 from rust_rewards.train.hints import hint_summary  # noqa: E402
 from rust_rewards.train.pass_rates import PassRates  # noqa: E402
@@ -105,7 +113,7 @@ def report(results: pd.DataFrame, models: list[str], label: str, seed: int, metr
     smallest hidden pass@1 gain each comparison could detect."""
     steps = [(a, b) for a, b in (("base", "sft"),) if a in models and b in models]
     start = "sft" if "sft" in models else "base"
-    steps += [(start, m) for m in ("grpo", "dpo") if m in models and start in models]
+    steps += [(start, m) for m in models if m not in ("base", "sft") and start in models]
     n = int(results.groupby(["model", "task_id"]).size().max())
     lines = [f"\n{label}: {results['task_id'].nunique()} tasks x {n} samples per model",
              "| metric | " + " | ".join(models) + " | "
@@ -148,8 +156,8 @@ def pass_at_k_lines(results: pd.DataFrame, models: list[str], k: int, seed: int)
         return []
     per_task = counts.apply(lambda r: pass_at_k(int(r["n"]), int(r["c"]), k), axis=1).unstack("model")
     start = "sft" if "sft" in models else "base"
-    steps = [(a, b) for a, b in (("base", "sft"), *((start, m) for m in ("grpo", "dpo"))) if a in models
-             and b in models and a != b]
+    steps = [(a, b) for a, b in (("base", "sft"), *((start, m) for m in models if m not in ("base", "sft")))
+             if a in models and b in models and a != b]
     cells = [f"{per_task[m].mean():.1%}" for m in models]
     for a, b in steps:
         mean, low, high, tally = paired(per_task[a], per_task[b], seed)
@@ -188,6 +196,50 @@ def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
     return lines
 
 
+def hidden_signal(run_dir: Path, tiers: dict[str, str], rates: PassRates | None) -> list[str]:
+    """Where GRPO's correctness signal was, from the run's rollouts (``completions/``): per tier and step, the groups
+    whose answers both pass and fail the hidden tests (the only groups whose advantage says "right" over "wrong"),
+    and the training tasks that no sample of the pass-rate filter passed (the start policy) and a rollout did."""
+    rollouts = load_completions(run_dir)
+    if rollouts.empty:
+        return [f"no rollouts written in {run_dir / 'completions'}"]
+    rollouts = rollouts.assign(tier=rollouts["task_id"].map(tiers).fillna("?"),
+                               passed=rollouts["hidden_ok"].fillna(False).astype(bool))
+    lines = ["hidden-test signal in GRPO's groups, per step (groups with a pass and a failure / groups):"]
+    for tier, part in rollouts.groupby("tier"):
+        groups = part.groupby(["step", "task_id"])["passed"].agg(["any", "all"])
+        spread = (groups["any"] & ~groups["all"]).groupby("step").agg(["sum", "size"])
+        per_step = " ".join(f"{int(r['sum'])}/{int(r['size'])}" for _, r in spread.iterrows())
+        lines.append(f"  {tier} tier: {int(spread['sum'].sum())} of {int(spread['size'].sum())} groups "
+                     f"({spread['sum'].sum() / spread['size'].sum():.0%}); by step {per_step}")
+        passing = set(part.loc[part["passed"], "task_id"])
+        seen = set(part["task_id"])
+        if rates is not None:
+            never = {t for t in seen if rates.passed.get(t) == 0}
+            lines.append(f"  {tier} tier: {len(seen)} tasks in rollouts, {len(passing)} with a hidden pass; "
+                         f"{len(never)} never passed in the filter's {rates.k} samples, of them {len(never & passing)} "
+                         "passed in a rollout")
+        else:
+            lines.append(f"  {tier} tier: {len(seen)} tasks in rollouts, {len(passing)} with a hidden pass")
+    return lines
+
+
+def copy_filter(out: Path, name: str) -> None:
+    """Copy the pass-rate filter's counts and samples of another GRPO configuration in ``out`` into ``out/name``
+    when it has none: ``train.py`` reuses them only when the filter's setup (start policy, sampling, rewards, data)
+    is the same, and samples anew otherwise."""
+    target = out / name
+    if (target / PASS_RATES_FILE).exists():
+        return
+    for other in sorted(out.glob(f"*/{PASS_RATES_FILE}")):
+        if other.parent != target:
+            target.mkdir(parents=True, exist_ok=True)
+            for file in (PASS_RATES_FILE, PASS_RATE_SAMPLES_FILE):
+                if (other.parent / file).is_file():
+                    shutil.copy2(other.parent / file, target / file)
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=tuple(PRESETS), default="tiny")
@@ -197,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sft-adapter", default="", help="an SFT adapter trained before (such as another run's "
                         "OUT/sft/adapter): evaluated as the sft stage and GRPO's start instead of training one")
     parser.add_argument("--steps", type=int, default=100, help="GRPO steps")
+    parser.add_argument("--grpo-tiers", default="", help="GRPO trains on the training split's tasks of these tiers "
+                        "only, comma-separated difficulty values such as 'loop' (default: all of them; SFT always "
+                        "has all)")
+    parser.add_argument("--grpo-name", default="grpo", help="the GRPO stage's folder in --out and its label: "
+                        "configurations with their own name share --out's SFT stage and samples")
     parser.add_argument("--dpo-steps", type=int, default=0, help="DPO steps on cargo-ranked pairs (0: no DPO)")
     parser.add_argument("--eval-n", type=int, default=8, help="samples per task in every evaluation")
     parser.add_argument("--dpo-n", type=int, default=4, help="samples per training task ranked into DPO pairs")
@@ -248,6 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.external and not Path(args.external).is_file():
         parser.error(f"--external {args.external}: no such file")
     train_file = write_jsonl(splits["train"], out / "train_tasks.jsonl")
+    grpo_tiers = {t for t in args.grpo_tiers.split(",") if t}
+    tiers = {row["task_id"]: row["difficulty"] for rows in splits.values() for row in rows}
+    if unknown := grpo_tiers - set(tiers.values()):
+        parser.error(f"--grpo-tiers: no training task of tier {sorted(unknown)}; the tiers are "
+                     f"{sorted(set(tiers.values()))}")
+    grpo_file = write_jsonl([r for r in splits["train"] if r["difficulty"] in grpo_tiers],
+                            out / "train_grpo_tasks.jsonl") if grpo_tiers else train_file
+    stage = args.grpo_name
+    if stage in ("base", "sft", "dpo") or not stage.replace("-", "").replace("_", "").isalnum():
+        parser.error(f"--grpo-name {stage!r}: letters, digits, - and _ only, not base, sft or dpo")
     limit = args.tasks or None
     eval_sets = {name: (write_jsonl(splits[name][:limit], out / f"eval_{name}.jsonl"), args.eval_n)
                  for name in evaluated}
@@ -257,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     sampling = ["--temperature", str(args.temperature), "--top-p", "1.0", "--max-new-tokens", str(args.max_new_tokens),
                 "--seed", str(args.seed), "--backend", "hf", "--answer-format", answer_format,
                 "--batch-size", str(args.batch_size)]
-    train = ["train.py", "--preset", args.preset, "--model", model, "--data", str(train_file), "--resume", "auto",
+    train = ["train.py", "--preset", args.preset, "--model", model, "--resume", "auto",
              "--seed", str(args.seed), "--max-completion-length", str(args.max_new_tokens),
              "--answer-format", answer_format]
     times: dict[str, float] = {}
@@ -276,17 +343,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.sft_steps or args.sft_adapter:
         adapter = Path(args.sft_adapter).resolve() if args.sft_adapter else out / "sft" / "adapter"
         if not args.sft_adapter:
-            times["train sft"] = run(*train, "--stage", "sft", "--output-dir", str(out / "sft"), "--max-steps",
+            times["train sft"] = run(*train, "--data", str(train_file), "--stage", "sft", "--output-dir",
+                                     str(out / "sft"), "--max-steps",
                                      str(args.sft_steps), *args.sft_args.split())
         init = ["--init-adapter", str(adapter)]
         predict("sft", ["--adapter", str(adapter)])
         models.append("sft")
     if args.steps:
-        times["train grpo"] = run(*train, *init, "--output-dir", str(out / "grpo"), "--max-steps", str(args.steps),
-                                  "--temperature", str(args.temperature), *args.train_args.split(), check=False)
-        if (out / "grpo" / "adapter" / "adapter_config.json").is_file():  # else refused (the pass-rate filter's
-            predict("grpo", ["--adapter", str(out / "grpo" / "adapter")])  # no-go, on stderr): nothing to score
-            models.append("grpo")
+        copy_filter(out, stage)
+        times[f"train {stage}"] = run(*train, "--data", str(grpo_file), *init, "--output-dir", str(out / stage),
+                                     "--max-steps", str(args.steps), "--temperature", str(args.temperature),
+                                     *args.train_args.split(), check=False)
+        if (out / stage / "adapter" / "adapter_config.json").is_file():  # else refused (the pass-rate filter's
+            predict(stage, ["--adapter", str(out / stage / "adapter")])  # no-go, on stderr): nothing to score
+            models.append(stage)
     if args.dpo_steps:
         samples, pairs = out / "dpo_samples.parquet", out / "dpo_pairs.jsonl"
         start_adapter = ["--adapter", init[1]] if init else []
@@ -294,24 +364,26 @@ def main(argv: list[str] | None = None) -> int:
                                  "--out", str(samples), "--name", "dpo-samples", "--n", str(args.dpo_n), *sampling)
         times["dpo pairs"] += run("-m", "rust_rewards.data.dpo_pairs", "--tasks", str(train_file), "--predictions",
                                   str(samples), "--out", str(pairs))
-        times["train dpo"] = run(*train, *init, "--stage", "dpo", "--dpo-pairs", str(pairs), "--output-dir",
+        times["train dpo"] = run(*train, "--data", str(train_file), *init, "--stage", "dpo", "--dpo-pairs", str(pairs),
+                                 "--output-dir",
                                  str(out / "dpo"), "--max-steps", str(args.dpo_steps), *args.dpo_args.split())
         predict("dpo", ["--adapter", str(out / "dpo" / "adapter")])
         models.append("dpo")
-    grpo_record = out / "grpo" / "params.json"
+    grpo_record = out / stage / "params.json"
     grpo_params = json.loads(grpo_record.read_text()) if args.steps and grpo_record.is_file() else {}
     recipe = grpo_params.get("rewards", preset.rewards)
     sft_stage = f"adapter {args.sft_adapter}" if args.sft_adapter else f"{args.sft_steps} steps"
     lines = [f"learning benchmark: {args.preset} ({model}), {'+'.join(f.name for f in task_files)}: "
              f"{len(splits['train'])} training "
-             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {sft_stage}, GRPO {args.steps} steps "
+             f"tasks, {len(splits['held-out'])} held-out tasks; SFT {sft_stage}, GRPO ({stage}) {args.steps} steps "
+             f"on {'the ' + '+'.join(sorted(grpo_tiers)) + ' tier' if grpo_tiers else 'every'} training task "
              f"(rewards {resolve_weights(recipe, grpo_params.get('reward_weights', ''))}, loss "
              f"{grpo_params.get('loss_type', preset.loss_type)}, scale_rewards "
              f"{grpo_params.get('scale_rewards', preset.scale_rewards)}), DPO {args.dpo_steps} steps; answer format "
              f"{answer_format}; sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
     metrics = {k: v for k, v in METRICS.items() if asks_for_tests(answer_format) or k != OWN_TESTS}
     for name, (file, _) in eval_sets.items():
-        eval_dir = out / f"eval_{name}"
+        eval_dir = out / (f"eval_{name}" if stage == "grpo" else f"eval_{name}-{stage}")
         predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]
         times[f"eval {name}"] = run("eval.py", "--tasks", str(file), *predictions, "--out", str(eval_dir), "--k", "1")
         results = pd.read_parquet(eval_dir / "results.parquet")
@@ -324,20 +396,20 @@ def main(argv: list[str] | None = None) -> int:
                 lines += report(part, models, f"{name} split, {tier} tier", args.seed, metrics) + pass_at_k_lines(
                     part, models, args.pass_k, args.seed)
     if args.steps:
-        filtered = out / "grpo" / "pass_rates.json"
+        filtered, rates = out / stage / PASS_RATES_FILE, None
         if filtered.is_file():
             rates = PassRates(**json.loads(filtered.read_text()))
             keep = grpo_params.get("pass_rate_keep", "rewards")
             lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {PASS_RATE_KEEP[keep]}"]
-        if (out / "grpo" / "metrics.jsonl").is_file():
-            lines += ["", *grpo_signal(out / "grpo" / "metrics.jsonl")]
-        if (out / "grpo" / "hints.jsonl").is_file():  # --train-args '--hints ...': what the hints did
-            hinted = [json.loads(line) for line in (out / "grpo" / "hints.jsonl").read_text().splitlines()]
+        if (out / stage / "metrics.jsonl").is_file():
+            lines += ["", *grpo_signal(out / stage / "metrics.jsonl"), *hidden_signal(out / stage, tiers, rates)]
+        if (out / stage / "hints.jsonl").is_file():  # --train-args '--hints ...': what the hints did
+            hinted = [json.loads(line) for line in (out / stage / "hints.jsonl").read_text().splitlines()]
             lines += ["", *hint_summary(hinted)]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
               + f"; total {time.monotonic() - start:.0f} s"]
     print("\n".join(lines))
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    (out / f"report{'' if stage == 'grpo' else '-' + stage}.md").write_text("\n".join(lines) + "\n")
     return 0
 
 

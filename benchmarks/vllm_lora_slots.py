@@ -26,8 +26,8 @@ def one(slot: int, rank: int, calls: int, prompts: int, tokens: int) -> None:
     from vllm import LLM, SamplingParams, TokensPrompt
     from vllm.lora.request import LoRARequest
 
-    from rust_rewards.eval.vllm_engine import MAX_MODEL_LEN, cpu_defaults
     from rust_rewards.models.gguf import resolve_model
+    from rust_rewards.sampling.vllm_engine import MAX_MODEL_LEN, cpu_defaults
 
     base = resolve_model("smollm2-135m")
     folder = Path(tempfile.mkdtemp(prefix="rr-lora-slots-"))

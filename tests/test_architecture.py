@@ -10,7 +10,7 @@ LAYERS = {
     "rust": 1,
     "tasks": 2, "prompts": 2,
     "verify": 3, "models": 3,
-    "rewards": 4,
+    "rewards": 4, "sampling": 4,
     "data": 5,
     "eval": 6,
     "runs": 7,

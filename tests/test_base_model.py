@@ -14,10 +14,10 @@ from transformers import AutoTokenizer, GenerationConfig, Qwen2ForCausalLM
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import count_prompt_tokens
-from rust_rewards.eval.decoding import FenceStop, cache_argument, fence_stop, sample_ids
-from rust_rewards.eval.generation import HFGenerator
 from rust_rewards.prompts import PLAIN_ANSWER, chat_messages, plain_prompt, system_prompt, trl_example
 from rust_rewards.rust.extract import rust_block_closed
+from rust_rewards.sampling.decoding import FenceStop, cache_argument, fence_stop, sample_ids
+from rust_rewards.sampling.engines import HFGenerator
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.resolve import resolve_params
 from rust_rewards.train.trainers import build_grpo_trainer, chat_renderer, task_dataset

@@ -67,6 +67,19 @@ def load_rows(task_set: TaskSet) -> list[dict]:
     return rows
 
 
+@pytest.fixture(scope="module")
+def batch_verifier():
+    """Batch mode (many answers a compile) for the stubs and wrong answers: their verdicts are direct mode's
+    (``tests/test_batch_verify.py``), at a fraction of the compiles; the references' own runs stay direct and note
+    what their hidden tests compare, the notes every later answer of the task is judged by, in either mode."""
+    from rust_rewards.verify.config import VerifierConfig
+    from rust_rewards.verify.verifier import Verifier
+
+    v = Verifier(VerifierConfig(mode="batch"), workers=2)
+    yield v
+    v.close()
+
+
 @pytest.fixture(scope="module", params=TASK_SETS, ids=str)
 def task_set(request) -> TaskSet:
     return request.param
@@ -234,10 +247,10 @@ def test_references_build_pass_clippy_and_their_hidden_tests(tasks, verifier):
 
 
 @pytest.mark.slow
-def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
+def test_stubbed_references_build_but_fail_every_hidden_test(tasks, batch_verifier):
     stubs = [stub_bodies(t.reference_code) for t in tasks]
     assert all(s != t.reference_code for s, t in zip(stubs, tasks, strict=True))
-    reports = verifier.verify_many(stubs, hidden=[t.hidden_tests() for t in tasks], raw_code=True)
+    reports = batch_verifier.verify_many(stubs, hidden=[t.hidden_tests() for t in tasks], raw_code=True)
     passing = [t.task_id for t, r in zip(tasks, reports, strict=True) if r.hidden_ok]
     assert not passing, f"todo!() stubs pass the hidden tests of: {passing}"
     not_building = [t.task_id for t, r in zip(tasks, reports, strict=True) if not r.build_ok]
@@ -249,11 +262,11 @@ def test_stubbed_references_build_but_fail_every_hidden_test(tasks, verifier):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tier", [2, 3], ids=["medium", "loop"])
-def test_wrong_answers_build_and_fail_a_hidden_test(tier, verifier):
+def test_wrong_answers_build_and_fail_a_hidden_test(tier, batch_verifier):
     tasks = {t.task_id: t for t in (Task.from_row(row) for row in load_rows(TASK_SETS[tier]))}
     wrong = [json.loads(line) for line in WRONG_ANSWERS[TASK_SETS[tier]].read_text().splitlines()]
     assert set(tasks) == {w["task_id"] for w in wrong}, "every task of the tier has a wrong answer"
-    reports = verifier.verify_many([w["code"] for w in wrong],
+    reports = batch_verifier.verify_many([w["code"] for w in wrong],
                                    hidden=[tasks[w["task_id"]].hidden_tests() for w in wrong], raw_code=True)
     not_building = [w["task_id"] for w, r in zip(wrong, reports, strict=True) if not r.build_ok]
     assert not not_building, f"wrong answers that do not build (they must fail a test instead): {not_building}"

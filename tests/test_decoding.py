@@ -12,11 +12,11 @@ from transformers import DynamicCache, GenerationConfig
 from trl import GRPOTrainer
 
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.decoding import _batches, cache_kwargs, continuous_config, reserved_cache, sample_ids
-from rust_rewards.eval.generation import HFGenerator, SamplingParams
 from rust_rewards.eval.inference import InferenceParams
 from rust_rewards.params import fill_params
 from rust_rewards.rewards import REWARD_FUNCS
+from rust_rewards.sampling.decoding import _batches, cache_kwargs, continuous_config, reserved_cache, sample_ids
+from rust_rewards.sampling.engines import HFGenerator, SamplingParams
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.resolve import resolve_params
 from rust_rewards.train.rollouts import EngineGRPOTrainer

@@ -11,18 +11,10 @@ import torch
 from conftest import ROOT
 
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.generation import (
-    PREDICTION_COLUMNS,
-    HFGenerator,
-    SamplingParams,
-    display_name,
-    generate_predictions,
-    parts_dir,
-    prediction_columns,
-    render_chat,
-)
 from rust_rewards.eval.inference import InferenceParams, read_tasks, run_inference
+from rust_rewards.eval.predictions import PREDICTION_COLUMNS, generate_predictions, parts_dir, prediction_columns
 from rust_rewards.prompts import SYSTEM_PROMPT
+from rust_rewards.sampling.engines import HFGenerator, SamplingParams, display_name, render_chat
 from rust_rewards.tasks import Task
 from rust_rewards.ui.entry_points import INFERENCE
 from rust_rewards.ui.forms import check_form, param_controls

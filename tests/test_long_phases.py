@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT
 
 from rust_rewards.data.importers import load_file
-from rust_rewards.eval.generation import Generation
 from rust_rewards.layout import PASS_RATE_SAMPLES_FILE, PASS_RATES_FILE
 from rust_rewards.report import Report
+from rust_rewards.sampling.engines import Generation
 from rust_rewards.train import pass_rates
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.pass_rates import sample_pass_rates

@@ -15,8 +15,8 @@ from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.dpo_pairs import build_pairs
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.sft_rows import sft_answer, sft_rows
-from rust_rewards.eval.generation import SamplingParams, generate_predictions, make_generator, render_chat
 from rust_rewards.eval.metrics import detectable_gain, paired_difference
+from rust_rewards.eval.predictions import generate_predictions
 from rust_rewards.prompts import SYSTEM_PROMPTS, system_prompt
 from rust_rewards.report import Report
 from rust_rewards.rewards import (
@@ -31,6 +31,7 @@ from rust_rewards.rewards import (
 )
 from rust_rewards.rewards.feedback import feedback_message
 from rust_rewards.rewards.recipes import parse_weights
+from rust_rewards.sampling.engines import SamplingParams, make_generator, render_chat
 from rust_rewards.tasks import REWARD_COLUMNS
 from rust_rewards.train.config import params_from_mapping, preset_params
 from rust_rewards.train.pass_rates import NoSignalError, PassRates, sample_pass_rates, tasks_with_signal
@@ -221,9 +222,9 @@ def test_the_answer_format_reaches_generation_inference_rows_and_held_out_eval(t
         seen.append(system)
         return real_render(tokenizer, prompt, system, repairs)
 
-    import rust_rewards.eval.generation as generation
+    import rust_rewards.sampling.engines as engines
 
-    monkeypatch.setattr(generation, "render_chat", spy)
+    monkeypatch.setattr(engines, "render_chat", spy)
     evaluate_policy(generator.model, generator.tokenizer, [ADD], sampling, answer_format="solution")
     assert seen == [system_prompt("solution")]
 

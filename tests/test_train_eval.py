@@ -14,9 +14,9 @@ from conftest import ROOT
 
 from rust_rewards.data.bundled import EASY_TASKS
 from rust_rewards.data.importers import load_tasks
-from rust_rewards.eval.generation import SamplingParams, render_chat
 from rust_rewards.report import Report
 from rust_rewards.runs.records import load_metrics
+from rust_rewards.sampling.engines import SamplingParams, render_chat
 from rust_rewards.train.config import params_from_mapping
 from rust_rewards.train.evaluation import (
     EVAL_KEYS,

@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from rust_rewards.eval.vllm_engine import available
 from rust_rewards.rust.extract import extract_rust
+from rust_rewards.sampling.vllm_engine import available
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow,
               pytest.mark.skipif(not available(), reason="vLLM is not installed (bash scripts/vllm-cpu-env.sh)")]
@@ -90,8 +90,8 @@ def test_the_vllm_engine_samples_the_policys_current_adapter(tmp_path, smollm2):
     import torch
     from transformers import AutoTokenizer, GenerationConfig
 
-    from rust_rewards.eval import vllm_engine
-    from rust_rewards.eval.decoding import sample_ids
+    from rust_rewards.sampling import vllm_engine
+    from rust_rewards.sampling.decoding import sample_ids
 
     model = random_adapter(smollm2, tmp_path / "adapter")
     tokenizer = AutoTokenizer.from_pretrained(smollm2)

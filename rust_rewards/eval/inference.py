@@ -1,5 +1,5 @@
 """What inference.py does: sample completions of a model (with an optional LoRA adapter) for a task split into a
-predictions parquet, resumably, with optional repair rounds (``rust_rewards.eval.generation``)."""
+predictions parquet, resumably, with optional repair rounds (``rust_rewards.eval.predictions``)."""
 
 from __future__ import annotations
 
@@ -12,26 +12,28 @@ import pandas as pd
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.data.pipeline import EVAL_FILE, PROCESSED_DIR
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, ENGINES, FENCE_STOPS
-from rust_rewards.eval.generation import (
-    BACKENDS,
-    DEFAULT_BATCH_SIZE,
+from rust_rewards.eval.predictions import (
     DEFAULT_CHUNK_SIZE,
-    SamplingParams,
     check_compatible,
-    display_name,
     generate_predictions,
-    ignore_library_warnings,
-    make_generator,
     read_done,
     run_columns,
-    vllm_available,
 )
 from rust_rewards.layout import ADAPTER_DIRS, TASK_FILES
 from rust_rewards.models.source import check_model_source
 from rust_rewards.params import param
 from rust_rewards.prompts import ANSWER_FORMATS
 from rust_rewards.rewards.feedback import DEFAULT_MAX_TOKENS
+from rust_rewards.sampling.decoding import DEFAULT_ENGINE, ENGINES, FENCE_STOPS
+from rust_rewards.sampling.engines import (
+    BACKENDS,
+    DEFAULT_BATCH_SIZE,
+    SamplingParams,
+    display_name,
+    ignore_library_warnings,
+    make_generator,
+    vllm_available,
+)
 from rust_rewards.tasks import Task
 
 log = logging.getLogger("inference")  # named after the notebook, whose script lines it writes

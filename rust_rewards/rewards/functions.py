@@ -31,54 +31,6 @@ from rust_rewards.tasks import REWARD_COLUMNS, HiddenTests, hidden_tests_from_ro
 from rust_rewards.verify.verifier import Verifier, get_verifier
 
 
-def _guarded(score: Callable[[Report], float | None]) -> Callable[[Report], float | None]:
-    """A report that failed for infrastructure reasons scores ``None`` (ignored by TRL), never 0; an answer to
-    another task scores 0 (``None`` stays ``None`` for rows without hidden tests)."""
-
-    def guarded(r: Report) -> float | None:
-        if r.internal_error:
-            return None
-        value = score(r)
-        return value if value is None or r.on_task else 0.0
-
-    guarded.__name__ = score.__name__
-    return guarded
-
-
-def build_score(r: Report) -> float:
-    return 1.0 if r.build_ok else 0.0
-
-
-def clippy_score(r: Report) -> float:
-    return 1.0 if r.clippy_ok else 0.0
-
-
-def test_score(r: Report) -> float:
-    return 2.0 if r.tests_checked else 0.0
-
-
-def non_empty_score(r: Report) -> float:
-    return 1.0 if r.has_code and r.source.code_lines >= 3 and r.source.has_test_block else 0.0
-
-
-def test_block_score(r: Report) -> float:
-    return 0.5 if r.source.has_test_block else 0.0
-
-
-def format_score(r: Report) -> float:
-    return 1.0 if r.has_code and r.source.code_lines >= 1 else 0.0
-
-
-def assertion_score(r: Report) -> float:
-    if not r.build_ok or r.hack_reasons or r.source.test_doubts or not r.solution_not_wrong:
-        return 0.0
-    return min(1.0, 0.25 * r.own_checks.discriminating)
-
-
-def hidden_test_score(r: Report) -> float | None:
-    return None if r.hidden_tests is None else 2.0 * r.hidden_fraction
-
-
 def _hidden(kwargs: dict[str, Any], n: int) -> list[HiddenTests | None]:
     if not kwargs.get("reference_tests"):
         return [None] * n
@@ -105,75 +57,114 @@ def reports_for(completions: list[Any], verifier: Verifier | None = None, **kwar
                                                     _hidden(kwargs, len(completions)))
 
 
-def build_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """1.0 when the extracted code compiles as a library crate, else 0.0.
+def build_score(r: Report) -> float:
+    return float(r.build_ok)
+
+
+def clippy_score(r: Report) -> float:
+    return float(r.clippy_ok)
+
+
+def test_score(r: Report) -> float:
+    return float(r.tests_checked)
+
+
+def non_empty_score(r: Report) -> float:
+    return float(r.has_code and r.source.code_lines >= 3 and r.source.has_test_block)
+
+
+def test_block_score(r: Report) -> float:
+    return float(r.source.has_test_block)
+
+
+def format_score(r: Report) -> float:
+    return float(r.has_code and r.source.code_lines >= 1)
+
+
+def assertion_score(r: Report) -> float:
+    if not r.build_ok or r.hack_reasons or r.source.test_doubts or not r.solution_not_wrong:
+        return 0.0
+    return min(1.0, r.own_checks.discriminating / 4)
+
+
+def hidden_test_score(r: Report) -> float | None:
+    return None if r.hidden_tests is None else r.hidden_fraction
+
+
+@dataclass(frozen=True)
+class Reward:
+    """One reward, once: its ``name`` (what TRL logs and ``--rewards`` takes), its ``score`` (a pure projection of a
+    report onto [0, 1], ``None`` where it does not apply), the most it pays (``top``: the score's scale, unweighted),
+    whether it pays for the model's own test module (``own_tests``), whether the published recipe weighs it
+    (``published``), and ``doc``, the reward function's docstring with an example."""
+
+    name: str
+    score: Callable[[Report], float | None]
+    top: float
+    doc: str
+    own_tests: bool = False
+    published: bool = True
+
+    def value(self, report: Report) -> float | None:
+        """What this reward pays for ``report``, unweighted: ``None`` after an infrastructure failure (ignored by
+        TRL, never 0) or where it does not apply; 0 for an answer to another task; else ``top`` x the score."""
+        if report.internal_error:
+            return None
+        score = self.score(report)
+        if score is None:
+            return None
+        return self.top * score if report.on_task else 0.0
+
+
+REWARDS: tuple[Reward, ...] = (
+    Reward("build_reward", build_score, 1.0, """1.0 when the extracted code compiles as a library crate, else 0.0.
 
     Example:
     >>> build_reward(["```rust\\npub fn one() -> i32 { 1 }\\n```", "```rust\\npub fn one() -> i32 { \\"1\\" }\\n```"])
     [1.0, 0.0]
-    """
-    return [SCORES["build_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def clippy_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """1.0 when the code compiles and clippy reports no lint at all (warnings included), else 0.0.
+    """),
+    Reward("clippy_reward", clippy_score, 1.0, """1.0 when the code compiles and clippy reports no lint at all (warnings
+    included), else 0.0.
 
     Example:
     >>> clippy_reward(["```rust\\npub fn n(v: &[i32]) -> usize { v.len() }\\n```",
     ...                "```rust\\npub fn n(v: &Vec<i32>) -> usize { return v.len(); }\\n```"])
     [1.0, 0.0]
-    """
-    return [SCORES["clippy_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def test_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """2.0 when the model's own tests all pass (at least one; each judged by its seal), all of them also pass on
-    the task's reference, at least one fails on a wrong variant of the solution, and the solution passes the
-    task's hidden tests (when it has some); else 0.0.
+    """),
+    Reward("test_reward", test_score, 2.0, """2.0 when the model's own tests all pass (at least one; each judged by its
+    seal), all of them also pass on the task's reference, at least one fails on a wrong variant of the solution, and
+    the solution passes the task's hidden tests (when it has some); else 0.0.
 
     Example:
     >>> code = "pub fn sq(x: i32) -> i32 { x * x }\\n#[cfg(test)]\\nmod tests {\\n    use super::*;\\n"
     >>> test_reward(["```rust\\n" + code + "    #[test]\\n    fn t() { assert_eq!(sq(3), 9); }\\n}\\n```",
     ...              "```rust\\n" + code + "    #[test]\\n    fn t() { assert!(true); }\\n}\\n```"])
     [2.0, 0.0]
-    """
-    return [SCORES["test_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def non_empty_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """1.0 when there is a Rust block with at least 3 non-comment lines and a test function, else 0.0.
+    """, own_tests=True),
+    Reward("non_empty_reward", non_empty_score, 1.0, """1.0 when there is a Rust block with at least 3 non-comment
+    lines and a test function, else 0.0.
 
     Example:
     >>> non_empty_reward(["no code here", "```rust\\npub fn a() {}\\n#[test]\\nfn t() { a(); }\\n```"])
     [0.0, 1.0]
-    """
-    return [SCORES["non_empty_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def test_block_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """0.5 when the code has at least one ``#[test]`` function, else 0.0.
+    """, own_tests=True),
+    Reward("test_block_reward", test_block_score, 0.5, """0.5 when the code has at least one ``#[test]`` function,
+    else 0.0.
 
     Example:
     >>> test_block_reward(["```rust\\npub fn a() {}\\n```", "```rust\\n#[test]\\nfn t() {}\\n```"])
     [0.0, 0.5]
-    """
-    return [SCORES["test_block_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """1.0 when the answer holds a ```rust block of code that defines the task's required items, else 0.0 (the
-    correctness recipe's format term: no test module asked).
+    """, own_tests=True),
+    Reward("format_reward", format_score, 1.0, """1.0 when the answer holds a ```rust block of code that defines the
+    task's required items, else 0.0 (the correctness recipe's format term: no test module asked).
 
     Example:
     >>> format_reward(["no code here", "```rust\\npub fn a() {}\\n```"])
     [0.0, 1.0]
-    """
-    return [SCORES["format_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """0.25 per own test that passes, passes on the reference too, and fails on a wrong variant of the solution
-    (a mutant: an assertion a wrong solution could not pass), capped at 1.0; 0.0 when a hidden test fails.
+    """, published=False),
+    Reward("assertion_reward", assertion_score, 1.0, """0.25 per own test that passes, passes on the reference too,
+    and fails on a wrong variant of the solution (a mutant: an assertion a wrong solution could not pass), capped at
+    1.0; 0.0 when a hidden test fails.
 
     Tests that hold for any implementation (``assert!(true)``, the solution compared with itself, a bound of
     its type) pass on the mutant too and earn nothing.
@@ -183,51 +174,40 @@ def assertion_reward(completions: list[Any], **kwargs: Any) -> list[float | None
     >>> code += "#[test]\\nfn u() { assert_eq!(sq(2), sq(2)); }"
     >>> assertion_reward(["```rust\\n" + code + "\\n```"])
     [0.25]
-    """
-    return [SCORES["assertion_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-def hidden_test_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """2.0 x the fraction of the task's reference tests that pass; ``None`` for rows without reference tests.
+    """, own_tests=True),
+    Reward("hidden_test_reward", hidden_test_score, 2.0, """2.0 x the fraction of the task's reference tests that
+    pass; ``None`` for rows without reference tests.
 
     Example:
     >>> hidden_test_reward(["```rust\\npub fn sq(x: i32) -> i32 { x * x }\\n```"],
     ...                    reference_tests=["#[test]\\nfn h() { assert_eq!(sq(4), 16); }"], test_shape=["unit"])
     [2.0]
-    """
-    return [SCORES["hidden_test_reward"](r) for r in reports_for(completions, **kwargs)]
-
-
-_TABLE: tuple[tuple[str, Callable[[Report], float | None], float], ...] = (
-    ("build_reward", build_score, 1.0),
-    ("clippy_reward", clippy_score, 1.0),
-    ("test_reward", test_score, 2.0),
-    ("non_empty_reward", non_empty_score, 1.0),
-    ("test_block_reward", test_block_score, 0.5),
-    ("format_reward", format_score, 1.0),
-    ("assertion_reward", assertion_score, 1.0),
-    ("hidden_test_reward", hidden_test_score, 2.0),
+    """),
 )
-"""Every reward, once: its name, its projection of a report and the most it pays (unweighted)."""
+"""Every reward, one row each; every table below is derived from these rows. Adding a reward is a row here and its
+score function above."""
 
-SCORES: dict[str, Callable[[Report], float | None]] = {name: _guarded(score) for name, score, _ in _TABLE}
+BY_NAME: dict[str, Reward] = {row.name: row for row in REWARDS}
+"""Reward name -> its row."""
+
+SCORES: dict[str, Callable[[Report], float | None]] = {row.name: row.value for row in REWARDS}
 """Reward name -> pure projection of a report (unweighted)."""
 
-MAX_VALUES: dict[str, float] = {name: top for name, _, top in _TABLE}
+MAX_VALUES: dict[str, float] = {row.name: row.top for row in REWARDS}
 """The most each reward pays, unweighted."""
 
-REWARD_FUNCS: list[Callable[..., list[float | None]]] = [globals()[name] for name in SCORES]
-"""The module's reward functions (``build_reward``...), in ``SCORES``' order, on the process-wide verifier."""
-
-DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in SCORES if name != "format_reward"}
+DEFAULT_WEIGHTS: dict[str, float] = {row.name: 1.0 for row in REWARDS if row.published}
 """The published recipe's weights per reward name (the scale lives in the values, as in the published runs);
 ``format_reward`` belongs to the correctness recipe (``rust_rewards.rewards.recipes``)."""
 
-OWN_TEST_REWARDS = ("test_reward", "non_empty_reward", "test_block_reward", "assertion_reward")
+OWN_TEST_REWARDS: tuple[str, ...] = tuple(row.name for row in REWARDS if row.own_tests)
 """Rewards that pay for the model's own test module: only the ``solution+tests`` answer format asks for one."""
 
 MAX_TOTAL = sum(MAX_VALUES[name] * weight for name, weight in DEFAULT_WEIGHTS.items())
 """The highest weighted total of the published recipe: 8.5 (6.5 without hidden tests)."""
+
+__test__ = {row.name: row.doc for row in REWARDS}
+"""Every row's docstring example runs under doctest."""
 
 
 def truncated(completion_ids: Sequence[Sequence[int]] | None, end_ids: Sequence[int], n: int) -> list[bool]:
@@ -268,16 +248,18 @@ class VerifiedReward:
     end_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.name not in SCORES:
-            raise ValueError(f"unknown reward {self.name!r}; choose from {', '.join(SCORES)}")
+        if self.name not in BY_NAME:
+            raise ValueError(f"unknown reward {self.name!r}; choose from {', '.join(BY_NAME)}")
         self.__name__ = self.name  # TRL logs rewards under their callable's name
+        self.__doc__ = BY_NAME[self.name].doc
 
     def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
         values = [SCORES[self.name](r) for r in reports_for(completions, self.verifier, **kwargs)]
         return _unless_cut(values, truncated(kwargs.get("completion_ids"), self.end_ids, len(completions)))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"name": self.name, "verifier": None, "end_ids": self.end_ids, "__name__": self.name}
+        return {"name": self.name, "verifier": None, "end_ids": self.end_ids, "__name__": self.name,
+                "__doc__": self.__doc__}
 
 
 class AsyncVerifiedReward(VerifiedReward):
@@ -297,6 +279,13 @@ def reward_functions(verifier: Verifier | None = None, names: Sequence[str] = tu
     kind = AsyncVerifiedReward if asynchronous else VerifiedReward
     return [kind(name, verifier) for name in names]
 
+
+REWARD_FUNCS: list[VerifiedReward] = reward_functions()
+"""Every reward in TRL's shape (``build_reward``...), in ``REWARDS``' order, on the process-wide verifier."""
+
+(build_reward, clippy_reward, test_reward, non_empty_reward, test_block_reward, format_reward, assertion_reward,
+ hidden_test_reward) = REWARD_FUNCS[:8]
+"""The seed's rewards by their public names (each one's docstring is its row's ``doc``)."""
 
 ASYNC_REWARD_FUNCS = reward_functions(asynchronous=True)
 """The rewards as ``async`` callables on the process-wide verifier: TRL 1.x runs them concurrently."""

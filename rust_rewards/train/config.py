@@ -12,13 +12,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, FENCE_STOPS, POLICY_ENGINES
 from rust_rewards.layout import ADAPTER_DIRS, MODEL_DIRS, TASK_FILES
 from rust_rewards.models.gguf import SMOLLM2
 from rust_rewards.params import exit_with_usage_if_asked, fill_params, param
 from rust_rewards.prompts import ANSWER_FORMATS
 from rust_rewards.rewards import REWARD_FUNCS
 from rust_rewards.rewards.recipes import RECIPES
+from rust_rewards.sampling.decoding import DEFAULT_ENGINE, FENCE_STOPS, POLICY_ENGINES
 from rust_rewards.train.tiny_model import TINY_TASKS
 from rust_rewards.verify.config import MODES as VERIFIER_MODES
 from rust_rewards.verify.verifier import BACKENDS as VERIFIER_BACKENDS

@@ -3,7 +3,7 @@
 Every ``every`` optimizer steps (and at the end of training, unless that step was just evaluated) the main process
 samples ``n`` completions per held-out task with the CURRENT policy: through the rollouts' own vLLM engine when GRPO
 generates with vLLM in one process (``RolloutEngineGenerator``: the current weights pushed to it first), else the
-trainer's LoRA-wrapped model through HF ``generate`` and ``rust_rewards.eval.generation``'s batching. It verifies
+trainer's LoRA-wrapped model through HF ``generate`` and ``rust_rewards.sampling.engines``' batching. It verifies
 them against the hidden tests with the same verifier as eval.py, and logs ``eval/*`` metrics (``eval_metrics``,
 computed by ``rust_rewards.eval.metrics``) as an extra ``metrics.jsonl`` line at that step and to wandb when a run
 is active. Per-completion rows (eval.py's results columns) go to ``OUT/eval/step_<N>.parquet``. A long evaluation
@@ -29,8 +29,11 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from rust_rewards.atomic import write_parquet_atomic
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, fence_stop
-from rust_rewards.eval.generation import (
+from rust_rewards.eval.metrics import summarize_model
+from rust_rewards.layout import RunFolder
+from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
+from rust_rewards.sampling.decoding import DEFAULT_ENGINE, fence_stop
+from rust_rewards.sampling.engines import (
     DEFAULT_BATCH_SIZE,
     Generation,
     HFGenerator,
@@ -38,9 +41,6 @@ from rust_rewards.eval.generation import (
     decode_generation,
     render_chat,
 )
-from rust_rewards.eval.metrics import summarize_model
-from rust_rewards.layout import RunFolder
-from rust_rewards.prompts import SYSTEM_PROMPT, asks_for_tests, system_prompt
 from rust_rewards.tasks import Task
 from rust_rewards.train.progress import ProgressLine
 from rust_rewards.train.run_log import append_metrics
@@ -216,7 +216,7 @@ class HeldOutEvalCallback(TrainerCallback):
     Runs on the main process only; writes ``OUT/eval/step_<N>.parquet`` and a ``metrics.jsonl`` line of ``eval/*``
     at step N, and logs the same to wandb when a wandb run is active. ``tokenizer`` is a separate copy (its padding
     side is set to left), not the trainer's. ``engine``: the rollouts' vLLM engine (``use_rollout_engine``), else
-    HF generation by ``generation_engine`` (``rust_rewards.eval.decoding``), ending answers at their closing fence
+    HF generation by ``generation_engine`` (``rust_rewards.sampling.decoding``), ending answers at their closing fence
     as ``stop_at_fence`` says.
     """
 

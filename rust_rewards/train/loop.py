@@ -13,11 +13,11 @@ from rust_rewards.data.bundled import BUNDLED_TASKS
 from rust_rewards.data.dpo_pairs import read_pairs
 from rust_rewards.data.pipeline import count_prompt_tokens
 from rust_rewards.data.sft_rows import SFTSet
-from rust_rewards.eval.generation import ignore_library_warnings
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
 from rust_rewards.models.source import check_model_source
 from rust_rewards.rewards.recipes import max_total
 from rust_rewards.runs.records import param_changes
+from rust_rewards.sampling.engines import ignore_library_warnings
 from rust_rewards.tasks import Task
 from rust_rewards.train.checkpoints import (
     Claim,
@@ -145,7 +145,7 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
                   flush=True)
     processes.wait_for_everyone()  # the folder is this run's (another one moved aside) before any process writes
     if p.generation_engine == "vllm":  # its engine, built by the first sampling call, serves this rank
-        from rust_rewards.eval import vllm_engine
+        from rust_rewards.sampling import vllm_engine
 
         vllm_engine.plan(max(p.lora_r, vllm_engine.adapter_rank(p.init_adapter) if p.init_adapter else 0))
     if p.stage == "grpo" and p.pass_rate_k:

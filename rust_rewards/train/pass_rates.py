@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from rust_rewards.atomic import write_json_atomic, write_text_atomic
-from rust_rewards.eval.generation import DEFAULT_BATCH_SIZE, Generation, Generator, SamplingParams, make_generator
 from rust_rewards.layout import PASS_RATE_SAMPLES_FILE, PASS_RATES_FILE
 from rust_rewards.rewards import rewards_from_report, weighted_total
 from rust_rewards.rewards.recipes import resolve_weights
+from rust_rewards.sampling.engines import DEFAULT_BATCH_SIZE, Generation, Generator, SamplingParams, make_generator
 from rust_rewards.tasks import Task
 from rust_rewards.train.config import TrainParams
 from rust_rewards.train.progress import ProgressLine

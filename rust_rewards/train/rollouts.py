@@ -1,4 +1,4 @@
-"""GRPO rollouts through ``rust_rewards.eval.decoding``: TRL's ``GRPOTrainer`` whose transformers generation path
+"""GRPO rollouts through ``rust_rewards.sampling.decoding``: TRL's ``GRPOTrainer`` whose transformers generation path
 (no vLLM, no continuous batching, text only) samples with the ``grouped`` or ``padded`` engine instead of one
 padded ``generate`` call. vLLM and transformers' continuous batching stay TRL's own paths. Its loss scores a
 group's completions over one forward pass of their shared prompt (``rust_rewards.train.shared_prompt``)."""
@@ -13,7 +13,7 @@ from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
-from rust_rewards.eval.decoding import DEFAULT_ENGINE, end_index, fence_stop, sample_ids
+from rust_rewards.sampling.decoding import DEFAULT_ENGINE, end_index, fence_stop, sample_ids
 from rust_rewards.train.shared_prompt import shared_prompt_logps
 
 

@@ -23,7 +23,7 @@ def shared_prompt_logps(model: Any, input_ids: Any, attention_mask: Any, logits_
     import torch
     from transformers import DynamicCache
 
-    from rust_rewards.eval.decoding import cache_kwargs
+    from rust_rewards.sampling.decoding import cache_kwargs
 
     width = input_ids.size(1) - logits_to_keep
     if width < 2:

@@ -423,7 +423,7 @@ def train_warm_start(model, tokenizer, pairs: list[tuple[str, str]], config: War
     import torch
     from transformers import DynamicCache
 
-    from rust_rewards.eval.decoding import cache_kwargs
+    from rust_rewards.sampling.decoding import cache_kwargs
 
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     tokenized = [

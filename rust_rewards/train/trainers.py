@@ -196,7 +196,7 @@ def eval_callbacks(p: TrainParams, verifier: Verifier) -> list[Any]:
         return []
     from transformers import AutoTokenizer
 
-    from rust_rewards.eval.generation import SamplingParams
+    from rust_rewards.sampling.engines import SamplingParams
     from rust_rewards.train.evaluation import HeldOutEvalCallback
 
     tasks = load_eval_tasks(p)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rust_rewards.eval.decoding import CPU_MAX_BATCH_TOKENS, paged_cache_blocks
+from rust_rewards.sampling.decoding import CPU_MAX_BATCH_TOKENS, paged_cache_blocks
 from rust_rewards.train.config import TrainParams
 
 

@@ -34,7 +34,7 @@ from rust_rewards.rust.extract import rust_block_closed
 ENGINES = ("grouped", "padded", "continuous")
 POLICY_ENGINES = (*ENGINES, "vllm")
 """What training may sample its policy with: the three above, or vLLM serving the policy's LoRA adapter
-(``rust_rewards.eval.vllm_engine``; needs vLLM installed, ``scripts/vllm-cpu-env.sh`` on CPU)."""
+(``rust_rewards.sampling.vllm_engine``; needs vLLM installed, ``scripts/vllm-cpu-env.sh`` on CPU)."""
 DEFAULT_ENGINE = "grouped"
 DEFAULT_SEGMENT = 16
 """Tokens decoded between two removals of finished sequences (``benchmarks/generation.py`` measured 8-32)."""
@@ -140,7 +140,7 @@ def sample_ids(model: Any, prompts: Sequence[Sequence[int]], config: Any, *, eng
     if engine == "vllm":
         import torch
 
-        from rust_rewards.eval import vllm_engine
+        from rust_rewards.sampling import vllm_engine
 
         new = vllm_engine.sample_ids(model, prompts, config, end_ids(config), seed=torch.initial_seed() % 2**31)
     elif engine == "continuous":
