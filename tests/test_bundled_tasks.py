@@ -70,8 +70,8 @@ def load_rows(task_set: TaskSet) -> list[dict]:
 @pytest.fixture(scope="module")
 def batch_verifier():
     """Batch mode (many answers a compile) for the stubs and wrong answers: their verdicts are direct mode's
-    (``tests/test_batch_verify.py``), at a fraction of the compiles; the references' own runs stay direct and note
-    what their hidden tests compare, the notes every later answer of the task is judged by, in either mode."""
+    (``tests/test_batch_verify.py``), at a fraction of the compiles; the notes every answer of a task is judged by
+    come from direct mode's run of its reference in either mode (``single.reference_observations``)."""
     from rust_rewards.verify.config import VerifierConfig
     from rust_rewards.verify.verifier import Verifier
 

@@ -96,10 +96,8 @@ def verify_code(
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
         return task_checked(Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts,
                                    mode=config.mode), code, hidden)
-    own_run = (_reference_run(hidden, config, slot) if first is None and hidden is not None
-               and code == hidden.reference and config.mode in ("direct", "cargo") else None)
-    verdict = own_run or _in_crate(code, hidden, config, slot, facts, first,
-                                   expected_notes=notes_to_match(code, hidden, config, slot))[0]
+    verdict, _ = _in_crate(code, hidden, config, slot, facts, first,
+                           expected_notes=notes_to_match(code, hidden, config, slot))
     return task_checked(replace(verdict, code_hash=key), code, hidden)
 
 
@@ -141,45 +139,25 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: in
     the next call runs it again)."""
     if not observable(hidden.reference):
         return None
-    notes, report = _observe(hidden, config, slot)
-    if notes is None:
-        raise sandbox.SandboxError(f"the task's reference ran out of time in its own run "
-                                   f"({', '.join(report.timed_out) or 'hidden tests'}): run again")
-    return notes
-
-
-def _observe(hidden: HiddenTests, config: VerifierConfig, slot: int) -> tuple[ReferenceNotes | None, Report | None]:
-    """The reference's notes, cached per task and process, and the report of its run when this call made it (None
-    when they were cached before); no notes (and nothing cached) when that run timed out."""
     own = replace(config, mode="cargo" if config.mode == "cargo" else "direct")
     key = (hidden, own.fingerprint())  # batch mode's notes are direct mode's: one run serves both
     with _OBSERVED_LOCK:
         task_lock = _OBSERVING.setdefault(key, threading.Lock())
     with task_lock:  # one run per task: the other workers wait for it rather than repeat it
         if key in _OBSERVED:
-            return _OBSERVED[key], None
+            return _OBSERVED[key]
         report, observed = _in_crate(hidden.reference, hidden, own, slot, task_facts(hidden.reference, hidden),
                                      note_runs=NOTE_RUNS)
         counts = report.hidden_tests
         if report.timed_out or (counts is not None and counts.timed_out):
-            return None, report
+            raise sandbox.SandboxError(f"the task's reference ran out of time in its own run "
+                                       f"({', '.join(report.timed_out) or 'hidden tests'}): run again")
         tests = counts.expected if counts is not None else 0
         broken = ("did not build" if not report.build_ok or counts is None else
                   f"passed {counts.passed} of {tests}: {'; '.join(counts.failures)}"[:300]
                   if counts.passed != tests else "")
         _OBSERVED[key] = ReferenceNotes(observed if not broken else {}, tests, broken)
-        return _OBSERVED[key], report
-
-
-def _reference_run(hidden: HiddenTests, config: VerifierConfig, slot: int) -> Report | None:
-    """The reference's own verification, made as the run that notes what its hidden tests compare (its verdict is
-    that run's first pass, the notes' extra runs only add notes): one crate serves the reference's report and every
-    later completion's notes. None (verify it as usual) when its notes were made before, when the task has none to
-    make, or when that run timed out (an extra run's timeout must not become the reference's verdict)."""
-    if not observable(hidden.reference):
-        return None
-    notes, report = _observe(hidden, config, slot)
-    return report if notes is not None else None
+        return _OBSERVED[key]
 
 
 def notes_to_match(code: str, hidden: HiddenTests | None, config: VerifierConfig,
