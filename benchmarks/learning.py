@@ -204,14 +204,19 @@ def hidden_signal(run_dir: Path, tiers: dict[str, str], rates: PassRates | None)
     if rollouts.empty:
         return [f"no rollouts written in {run_dir / 'completions'}"]
     rollouts = rollouts.assign(tier=rollouts["task_id"].map(tiers).fillna("?"),
-                               passed=rollouts["hidden_ok"].fillna(False).astype(bool))
-    lines = ["hidden-test signal in GRPO's groups, per step (groups with a pass and a failure / groups):"]
+                               passed=rollouts["hidden_ok"].fillna(False).astype(bool),
+                               tests=rollouts.get("hidden_passed", pd.Series(0, index=rollouts.index)).fillna(0))
+    lines = ["hidden-test signal in GRPO's groups, per step (groups whose answers pass different numbers of hidden "
+             "tests, the hidden reward's spread; of them, groups with a full pass and a failure / groups):"]
     for tier, part in rollouts.groupby("tier"):
-        groups = part.groupby(["step", "task_id"])["passed"].agg(["any", "all"])
-        spread = (groups["any"] & ~groups["all"]).groupby("step").agg(["sum", "size"])
-        per_step = " ".join(f"{int(r['sum'])}/{int(r['size'])}" for _, r in spread.iterrows())
-        lines.append(f"  {tier} tier: {int(spread['sum'].sum())} of {int(spread['size'].sum())} groups "
-                     f"({spread['sum'].sum() / spread['size'].sum():.0%}); by step {per_step}")
+        groups = part.groupby(["step", "task_id"]).agg(any=("passed", "any"), all=("passed", "all"),
+                                                       low=("tests", "min"), high=("tests", "max"))
+        groups = groups.assign(full=groups["any"] & ~groups["all"], partial=groups["high"] > groups["low"])
+        steps = groups.groupby("step").agg(partial=("partial", "sum"), full=("full", "sum"), size=("full", "size"))
+        per_step = " ".join(f"{int(r['partial'])},{int(r['full'])}/{int(r['size'])}" for _, r in steps.iterrows())
+        total = int(steps["size"].sum())
+        lines.append(f"  {tier} tier: {int(steps['partial'].sum())} of {total} groups with hidden-reward spread, "
+                     f"{int(steps['full'].sum())} with a full pass and a failure; by step {per_step}")
         passing = set(part.loc[part["passed"], "task_id"])
         seen = set(part["task_id"])
         if rates is not None:
@@ -306,10 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--external {args.external}: no such file")
     train_file = write_jsonl(splits["train"], out / "train_tasks.jsonl")
     grpo_tiers = {t for t in args.grpo_tiers.split(",") if t}
-    tiers = {row["task_id"]: row["difficulty"] for rows in splits.values() for row in rows}
-    if unknown := grpo_tiers - set(tiers.values()):
+    tier_of = {row["task_id"]: row["difficulty"] for rows in splits.values() for row in rows}
+    if unknown := grpo_tiers - set(tier_of.values()):
         parser.error(f"--grpo-tiers: no training task of tier {sorted(unknown)}; the tiers are "
-                     f"{sorted(set(tiers.values()))}")
+                     f"{sorted(set(tier_of.values()))}")
     grpo_file = write_jsonl([r for r in splits["train"] if r["difficulty"] in grpo_tiers],
                             out / "train_grpo_tasks.jsonl") if grpo_tiers else train_file
     stage = args.grpo_name
@@ -373,11 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     grpo_params = json.loads(grpo_record.read_text()) if args.steps and grpo_record.is_file() else {}
     recipe = grpo_params.get("rewards", preset.rewards)
     sft_stage = f"adapter {args.sft_adapter}" if args.sft_adapter else f"{args.sft_steps} steps"
+    grpo_on = f"the {'+'.join(sorted(grpo_tiers))} tier's training tasks" if grpo_tiers else "every training task"
     lines = [f"learning benchmark: {args.preset} ({model}), {'+'.join(f.name for f in task_files)}: "
              f"{len(splits['train'])} training "
              f"tasks, {len(splits['held-out'])} held-out tasks; SFT {sft_stage}, GRPO ({stage}) {args.steps} steps "
-             f"on {'the ' + '+'.join(sorted(grpo_tiers)) + ' tier' if grpo_tiers else 'every'} training task "
-             f"(rewards {resolve_weights(recipe, grpo_params.get('reward_weights', ''))}, loss "
+             f"on {grpo_on} (rewards {resolve_weights(recipe, grpo_params.get('reward_weights', ''))}, loss "
              f"{grpo_params.get('loss_type', preset.loss_type)}, scale_rewards "
              f"{grpo_params.get('scale_rewards', preset.scale_rewards)}), DPO {args.dpo_steps} steps; answer format "
              f"{answer_format}; sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
@@ -402,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             keep = grpo_params.get("pass_rate_keep", "rewards")
             lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {PASS_RATE_KEEP[keep]}"]
         if (out / stage / "metrics.jsonl").is_file():
-            lines += ["", *grpo_signal(out / stage / "metrics.jsonl"), *hidden_signal(out / stage, tiers, rates)]
+            lines += ["", *grpo_signal(out / stage / "metrics.jsonl"), *hidden_signal(out / stage, tier_of, rates)]
         if (out / stage / "hints.jsonl").is_file():  # --train-args '--hints ...': what the hints did
             hinted = [json.loads(line) for line in (out / stage / "hints.jsonl").read_text().splitlines()]
             lines += ["", *hint_summary(hinted)]
