@@ -33,8 +33,8 @@ own tools.
    worse), the smallest gain over each stage's start the design could detect (80% power, from the start's per-task
    rates: ``rust_rewards.eval.metrics.detectable_gain``), why GRPO had or lacked signal (groups whose rewards were
    all equal, clipped completions, reward spread, each reward, KL when ``--beta`` > 0), where the signal was per
-   step (the share of each tier's groups whose answers both pass and fail the hidden tests; training tasks that no
-   filter sample passed and a rollout later did), and the wall time of every step.
+   step (each tier's groups whose answers pass different numbers of hidden tests, and those with a full pass beside
+   a failure; training tasks that no filter sample passed and a rollout later did), and the wall time of every step.
 """
 
 from __future__ import annotations
@@ -198,8 +198,9 @@ def grpo_signal(metrics_file: Path, window: int = 10) -> list[str]:
 
 def hidden_signal(run_dir: Path, tiers: dict[str, str], rates: PassRates | None) -> list[str]:
     """Where GRPO's correctness signal was, from the run's rollouts (``completions/``): per tier and step, the groups
-    whose answers both pass and fail the hidden tests (the only groups whose advantage says "right" over "wrong"),
-    and the training tasks that no sample of the pass-rate filter passed (the start policy) and a rollout did."""
+    whose answers pass different numbers of hidden tests (the hidden reward's spread) and, of them, those with a full
+    pass beside a failure (the only groups whose advantage says "right" over "wrong"), and the training tasks that no
+    sample of the pass-rate filter passed (the start policy) and a rollout did."""
     rollouts = load_completions(run_dir)
     if rollouts.empty:
         return [f"no rollouts written in {run_dir / 'completions'}"]
@@ -294,14 +295,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(2, f"{err}\n")
     if args.sft_adapter and not (Path(args.sft_adapter) / "adapter_config.json").is_file():
         parser.exit(2, f"--sft-adapter {args.sft_adapter}: no adapter_config.json in it\n")
+    stage = args.grpo_name
+    if stage in ("base", "sft", "dpo") or not stage.replace("-", "").replace("_", "").isalnum():
+        parser.error(f"--grpo-name {stage!r}: letters, digits, - and _ only, not base, sft or dpo")
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     answer_format = args.answer_format or preset.answer_format
-    if args.preset == "tiny":
-        from rust_rewards.train.tiny_model import build_tiny_model
-
-        model = str(build_tiny_model(ROOT / model))
     task_files = [Path(f) for f in args.task_file.split(",") if f] or [PRESETS[args.preset]]
     splits = split(task_files, args.seed)
     evaluated = [name for name in args.splits.split(",") if name]
@@ -312,20 +312,23 @@ def main(argv: list[str] | None = None) -> int:
     train_file = write_jsonl(splits["train"], out / "train_tasks.jsonl")
     grpo_tiers = {t for t in args.grpo_tiers.split(",") if t}
     tier_of = {row["task_id"]: row["difficulty"] for rows in splits.values() for row in rows}
-    if unknown := grpo_tiers - set(tier_of.values()):
-        parser.error(f"--grpo-tiers: no training task of tier {sorted(unknown)}; the tiers are "
-                     f"{sorted(set(tier_of.values()))}")
+    trained = {row["difficulty"] for row in splits["train"]}
+    if unknown := grpo_tiers - trained:
+        parser.error(f"--grpo-tiers: no training task of tier {sorted(unknown)}; the training split's tiers are "
+                     f"{sorted(trained)}")
     grpo_file = write_jsonl([r for r in splits["train"] if r["difficulty"] in grpo_tiers],
                             out / "train_grpo_tasks.jsonl") if grpo_tiers else train_file
-    stage = args.grpo_name
-    if stage in ("base", "sft", "dpo") or not stage.replace("-", "").replace("_", "").isalnum():
-        parser.error(f"--grpo-name {stage!r}: letters, digits, - and _ only, not base, sft or dpo")
+    grpo_dir, suffix = out / stage, "" if stage == "grpo" else f"-{stage}"  # the default keeps its old file names
     limit = args.tasks or None
     eval_sets = {name: (write_jsonl(splits[name][:limit], out / f"eval_{name}.jsonl"), args.eval_n)
                  for name in evaluated}
     if args.external:
         rows = [t.to_row() for t in load_tasks(args.external)][: args.external_tasks or None]
         eval_sets[Path(args.external).stem] = (write_jsonl(rows, out / "eval_external.jsonl"), args.external_n)
+    if args.preset == "tiny":
+        from rust_rewards.train.tiny_model import build_tiny_model
+
+        model = str(build_tiny_model(ROOT / model))
     sampling = ["--temperature", str(args.temperature), "--top-p", "1.0", "--max-new-tokens", str(args.max_new_tokens),
                 "--seed", str(args.seed), "--backend", "hf", "--answer-format", answer_format,
                 "--batch-size", str(args.batch_size)]
@@ -349,18 +352,17 @@ def main(argv: list[str] | None = None) -> int:
         adapter = Path(args.sft_adapter).resolve() if args.sft_adapter else out / "sft" / "adapter"
         if not args.sft_adapter:
             times["train sft"] = run(*train, "--data", str(train_file), "--stage", "sft", "--output-dir",
-                                     str(out / "sft"), "--max-steps",
-                                     str(args.sft_steps), *args.sft_args.split())
+                                     str(out / "sft"), "--max-steps", str(args.sft_steps), *args.sft_args.split())
         init = ["--init-adapter", str(adapter)]
         predict("sft", ["--adapter", str(adapter)])
         models.append("sft")
     if args.steps:
         copy_filter(out, stage)
-        times[f"train {stage}"] = run(*train, "--data", str(grpo_file), *init, "--output-dir", str(out / stage),
+        times[f"train {stage}"] = run(*train, "--data", str(grpo_file), *init, "--output-dir", str(grpo_dir),
                                      "--max-steps", str(args.steps), "--temperature", str(args.temperature),
                                      *args.train_args.split(), check=False)
-        if (out / stage / "adapter" / "adapter_config.json").is_file():  # else refused (the pass-rate filter's
-            predict(stage, ["--adapter", str(out / stage / "adapter")])  # no-go, on stderr): nothing to score
+        if (grpo_dir / "adapter" / "adapter_config.json").is_file():  # else refused (the pass-rate filter's
+            predict(stage, ["--adapter", str(grpo_dir / "adapter")])  # no-go, on stderr): nothing to score
             models.append(stage)
     if args.dpo_steps:
         samples, pairs = out / "dpo_samples.parquet", out / "dpo_pairs.jsonl"
@@ -370,11 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         times["dpo pairs"] += run("-m", "rust_rewards.data.dpo_pairs", "--tasks", str(train_file), "--predictions",
                                   str(samples), "--out", str(pairs))
         times["train dpo"] = run(*train, "--data", str(train_file), *init, "--stage", "dpo", "--dpo-pairs", str(pairs),
-                                 "--output-dir",
-                                 str(out / "dpo"), "--max-steps", str(args.dpo_steps), *args.dpo_args.split())
+                                 "--output-dir", str(out / "dpo"), "--max-steps", str(args.dpo_steps),
+                                 *args.dpo_args.split())
         predict("dpo", ["--adapter", str(out / "dpo" / "adapter")])
         models.append("dpo")
-    grpo_record = out / stage / "params.json"
+    grpo_record = grpo_dir / "params.json"
     grpo_params = json.loads(grpo_record.read_text()) if args.steps and grpo_record.is_file() else {}
     recipe = grpo_params.get("rewards", preset.rewards)
     sft_stage = f"adapter {args.sft_adapter}" if args.sft_adapter else f"{args.sft_steps} steps"
@@ -388,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
              f"{answer_format}; sampling temperature {args.temperature}, {args.max_new_tokens} new tokens"]
     metrics = {k: v for k, v in METRICS.items() if asks_for_tests(answer_format) or k != OWN_TESTS}
     for name, (file, _) in eval_sets.items():
-        eval_dir = out / (f"eval_{name}" if stage == "grpo" else f"eval_{name}-{stage}")
+        eval_dir = out / f"eval_{name}{suffix}"
         predictions = [arg for m in models for arg in ("--predictions", str(out / f"pred_{m}_{name}.parquet"))]
         times[f"eval {name}"] = run("eval.py", "--tasks", str(file), *predictions, "--out", str(eval_dir), "--k", "1")
         results = pd.read_parquet(eval_dir / "results.parquet")
@@ -401,20 +403,20 @@ def main(argv: list[str] | None = None) -> int:
                 lines += report(part, models, f"{name} split, {tier} tier", args.seed, metrics) + pass_at_k_lines(
                     part, models, args.pass_k, args.seed)
     if args.steps:
-        filtered, rates = out / stage / PASS_RATES_FILE, None
+        filtered, rates = grpo_dir / PASS_RATES_FILE, None
         if filtered.is_file():
             rates = PassRates(**json.loads(filtered.read_text()))
             keep = grpo_params.get("pass_rate_keep", "rewards")
             lines += ["", f"{rates.verdict()}; GRPO trained on the {len(rates.kept(keep))} {PASS_RATE_KEEP[keep]}"]
-        if (out / stage / "metrics.jsonl").is_file():
-            lines += ["", *grpo_signal(out / stage / "metrics.jsonl"), *hidden_signal(out / stage, tier_of, rates)]
-        if (out / stage / "hints.jsonl").is_file():  # --train-args '--hints ...': what the hints did
-            hinted = [json.loads(line) for line in (out / stage / "hints.jsonl").read_text().splitlines()]
+        if (grpo_dir / "metrics.jsonl").is_file():
+            lines += ["", *grpo_signal(grpo_dir / "metrics.jsonl"), *hidden_signal(grpo_dir, tier_of, rates)]
+        if (grpo_dir / "hints.jsonl").is_file():  # --train-args '--hints ...': what the hints did
+            hinted = [json.loads(line) for line in (grpo_dir / "hints.jsonl").read_text().splitlines()]
             lines += ["", *hint_summary(hinted)]
     lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
               + f"; total {time.monotonic() - start:.0f} s"]
     print("\n".join(lines))
-    (out / f"report{'' if stage == 'grpo' else '-' + stage}.md").write_text("\n".join(lines) + "\n")
+    (out / f"report{suffix}.md").write_text("\n".join(lines) + "\n")
     return 0
 
 
