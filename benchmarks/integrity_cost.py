@@ -6,8 +6,8 @@ Two workloads, both `direct` mode: the bench corpus (`benchmarks/corpus`, no tas
 mutants of the completion itself) and the integrity corpus against the `add` task with its reference, in the unit
 shape (the own tests run against the reference and a wrong mutant of it). Each repeat verifies each workload
 with a fresh verifier twice, interleaved: with the variants (what the rewards use) and without them
-(`verify.task_variants` returning none: the seals and per-test processes stay). The reference's wrong mutant is
-chosen once per task and process (`verify.wrong_variant`); its one-off cost is measured on its own first.
+(`reference.task_variants` returning none: the seals and per-test processes stay). The reference's wrong mutant is
+chosen once per task and process (`reference.wrong_variant`); its one-off cost is measured on its own first.
 Prints medians per completion and their ratio.
 """
 
@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rust_rewards.verify.batch as batch  # noqa: E402
-import rust_rewards.verify.single as verify  # noqa: E402
+import rust_rewards.verify.reference as reference  # noqa: E402
+import rust_rewards.verify.single as single  # noqa: E402
 from rust_rewards.rust.extract import extract_rust  # noqa: E402
 from rust_rewards.tasks import HiddenTests  # noqa: E402
 from rust_rewards.verify.config import VerifierConfig  # noqa: E402
@@ -43,9 +44,9 @@ def workloads() -> dict[str, tuple[list[str], list[HiddenTests | None]]]:
 
 
 def timed(codes: list[str], hidden: list[HiddenTests | None], workers: int, variants: bool) -> float:
-    original = verify.task_variants
+    original = single.task_variants
     if not variants:
-        verify.task_variants = batch.task_variants = lambda *args, **kwargs: ()
+        single.task_variants = batch.task_variants = lambda *args, **kwargs: ()
     try:
         verifier = Verifier(VerifierConfig(), workers=workers)
         start = time.perf_counter()
@@ -53,7 +54,7 @@ def timed(codes: list[str], hidden: list[HiddenTests | None], workers: int, vari
         seconds = time.perf_counter() - start
         verifier.close()
     finally:
-        verify.task_variants = batch.task_variants = original
+        single.task_variants = batch.task_variants = original
     return seconds
 
 
@@ -65,7 +66,7 @@ def main() -> None:
     loads = workloads()
     _codes, hidden = loads["integrity corpus, add task (reference + wrong mutant)"]
     start = time.perf_counter()
-    verify.wrong_variant(hidden[0], VerifierConfig())
+    reference.wrong_variant(hidden[0], VerifierConfig(), 0, single.verify_code)
     print(f"wrong mutant of the add reference chosen once: {time.perf_counter() - start:.2f} s")
     for name, (codes, hidden) in loads.items():
         times: dict[bool, list[float]] = {True: [], False: []}

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rust_rewards.verify.crate as crate  # noqa: E402
-import rust_rewards.verify.single as single  # noqa: E402
+import rust_rewards.verify.reference as reference  # noqa: E402
 from rust_rewards.data.bundled import EASY_TASKS  # noqa: E402
 from rust_rewards.data.importers import load_tasks  # noqa: E402
 from rust_rewards.verify.config import VerifierConfig  # noqa: E402
@@ -32,7 +32,7 @@ from rust_rewards.verify.verifier import Verifier  # noqa: E402
 
 def timed(mode: str, codes: list[str], hidden: list, notes: bool) -> tuple[float, list[int]]:
     """Seconds to verify the batch, and each completion's hidden passes."""
-    for module in (crate, single):
+    for module in (crate, reference):
         module.observable = observable if notes else (lambda reference: False)
     verifier = Verifier(VerifierConfig(mode=mode), workers=2)
     try:
@@ -58,7 +58,7 @@ def main() -> int:
         seconds: dict[str, list[float]] = {"notes, cold": [], "notes, warm": [], "seals alone": []}
         verdicts = set()
         for _ in range(args.repeats):
-            single._OBSERVED.clear()
+            reference.TASK_MEMO.clear()
             for label, notes in (("notes, cold", True), ("notes, warm", True), ("seals alone", False)):
                 took, passed = timed(mode, codes, hidden, notes)
                 seconds[label].append(took)

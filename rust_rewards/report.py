@@ -71,7 +71,7 @@ class SourceFacts:
 
 @dataclass(frozen=True)
 class OwnTestChecks:
-    """The model's own tests, run against other solutions of the task (``verify.task_variants``).
+    """The model's own tests, run against other solutions of the task (``verify.reference.task_variants``).
 
     ``variants``: what they were to run against (``reference``, ``mutant``); ``compiled``: they compiled against
     those; ``valid``: own tests that passed on the completion and on the reference (on the completion alone when

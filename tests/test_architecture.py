@@ -84,3 +84,12 @@ def test_no_import_cycles():
         if start not in state:
             visit(start, [start])
     assert not cycles, cycles
+
+
+def test_the_batch_path_takes_only_the_single_paths_entry_point():
+    """The task's side of a verdict lives in ``verify.reference``, one crate's passes in ``verify.passes``:
+    ``verify.batch`` needs nothing of ``verify.single`` but ``verify_code``, its fallback."""
+    tree = ast.parse((PACKAGE / "verify" / "batch.py").read_text())
+    taken = [alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and node.module == "rust_rewards.verify.single" for alias in node.names]
+    assert taken == ["verify_code"], taken

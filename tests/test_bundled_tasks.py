@@ -71,7 +71,7 @@ def load_rows(task_set: TaskSet) -> list[dict]:
 def batch_verifier():
     """Batch mode (many answers a compile) for the stubs and wrong answers: their verdicts are direct mode's
     (``tests/test_batch_verify.py``), at a fraction of the compiles; the notes every answer of a task is judged by
-    come from direct mode's run of its reference in either mode (``single.reference_observations``)."""
+    come from direct mode's run of its reference in either mode (``reference.reference_observations``)."""
     from rust_rewards.verify.config import VerifierConfig
     from rust_rewards.verify.verifier import Verifier
 
@@ -285,7 +285,7 @@ def test_the_repository_copy_of_a_task_set_is_the_package_data(name):
 def test_every_shipped_hidden_test_is_judged_by_std_values():
     """Integrity V: every hidden test of the four sets compares std values (its notes), none left to a solution's
     own ``==`` or ``Debug``. Here, after the ``todo!()`` stubs' verification in this file, which made the
-    reference runs that note them (once per process, ``single.reference_observations``)."""
+    reference runs that note them (once per process, ``reference.reference_observations``)."""
     from rust_rewards.verify.config import VerifierConfig
     from rust_rewards.verify.coverage import note_coverage
 

@@ -18,7 +18,7 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.harness import TLS_COPIES, loaded_size
 from rust_rewards.verify.observe import observable
-from rust_rewards.verify.single import reference_observations
+from rust_rewards.verify.reference import reference_observations
 from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial" / "integrity4"

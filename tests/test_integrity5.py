@@ -22,7 +22,7 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.coverage import note_coverage
 from rust_rewards.verify.observe import OPAQUE, notes_in, observe_assertions
-from rust_rewards.verify.single import reference_observations
+from rust_rewards.verify.reference import reference_observations
 from rust_rewards.verify.verifier import Verifier
 
 CORPUS = Path(__file__).parent / "adversarial" / "integrity5"

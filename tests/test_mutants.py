@@ -172,8 +172,8 @@ def test_hidden_tests_kill_one_of_the_first_six_mutants_of_nine_in_ten_tasks():
     """Verify mutant k of every task not yet killed, k = 0..5: a kill builds and fails a hidden test."""
     from rust_rewards.tasks import Task
     from rust_rewards.verify.config import VerifierConfig
+    from rust_rewards.verify.reference import SEARCH_TEST_SECONDS
     from rust_rewards.verify.sandbox import RUN_LIMITS
-    from rust_rewards.verify.single import SEARCH_TEST_SECONDS
     from rust_rewards.verify.verifier import Verifier
 
     tasks = [Task.from_row(row) for row in load_rows()]

@@ -146,7 +146,7 @@ def macro_definitions(tokens: list[Token]) -> tuple[str, ...]:
     """``MACRO_DEFINITION`` when the code defines a ``macro_rules!`` macro: an item whose keyword or name is a macro
     argument (a type, a trait named like the required fn, a soundness hole's shape, a copy of the solution in the
     test module) is invisible to the rules, which read source text, not the expansion. A hack reason unless the
-    task's reference defines macros too (``verify.single.task_facts``).
+    task's reference defines macros too (``verify.reference.task_facts``).
 
     >>> macro_definitions(tokenize("macro_rules! m { ($t:ident) => { struct $t; }; } m!(S);"))
     ('defines macros (macro_rules!), which hide the items they make from every rule reading the source',)

@@ -5,8 +5,8 @@ process's memory. Open soundness bugs of rustc break that assumption in safe cod
 rust-lang/rust#25860 into a safe ``transmute``, with which a task function can overwrite its caller's return
 address and return past a failing assertion into the sealed test's epilogue. Each family below is refused by the
 shapes its known exploits need, read from a parse of the code (tree-sitter), not from token spellings; a completion
-whose task's reference uses the same shape is not (see ``single.task_facts``). Families not listed are not covered:
-docs/verifier.md names them.
+whose task's reference uses the same shape is not (see ``verify.reference.task_facts``). Families not listed are
+not covered: docs/verifier.md names them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """How many of a task set's hidden tests are judged by std values (``observe``): each task's reference run through
-its hidden tests (``single.reference_observations``, the runs every verification of the task uses), counted."""
+its hidden tests (``reference.reference_observations``, the runs every verification of the task uses), counted."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.observe import ReferenceNotes
+from rust_rewards.verify.reference import reference_observations
 from rust_rewards.verify.sandbox import SandboxError
-from rust_rewards.verify.single import reference_observations
 
 
 @dataclass(frozen=True)
