@@ -64,7 +64,7 @@ from rust_rewards.verify.harness import (
     run_tests,
     skipped_hidden,
 )
-from rust_rewards.verify.reference import notes_to_match, task_checked, task_facts, task_variants, wants_variants
+from rust_rewards.verify.reference import notes_to_match, task_checked, task_facts, task_variants
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.single import verify_code
 from rust_rewards.verify.toolchain import find_toolchain, shared_toolchain
@@ -295,7 +295,7 @@ def verify_batch(items: list[tuple[str, HiddenTests | None]], config: VerifierCo
             fallback[index] = reason
             continue
         hidden_module = f"{HIDDEN_PREFIX}_hidden_{secrets.token_hex(8)}"
-        variants = task_variants(code, hidden, config, slot, verify_code) if wants_variants(code, hidden, facts) else ()
+        variants = task_variants(code, hidden, facts, config, slot, verify_code)
         tree = module_tree(code, hidden, variants, hidden_module=hidden_module)
         member = _Member(index, code, hidden, facts, f"{prefix}_{index}", hidden_module, variants, tree,
                          tuple(t.name for t in tree.hidden))

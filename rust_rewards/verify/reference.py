@@ -180,10 +180,13 @@ _check_items = functools.lru_cache(maxsize=4096)(check_items)
 _shadowing_methods = functools.lru_cache(maxsize=4096)(shadowing_methods)
 
 
-def task_variants(code: str, hidden: HiddenTests | None, config: VerifierConfig, slot: int,
+def task_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts, config: VerifierConfig, slot: int,
                   verify: Verify) -> tuple[tuple[str, str], ...]:
     """The other solutions the model's own tests run against: the reference and a wrong mutant of it (searched
-    with ``verify``), or, without a reference (or without a usable mutant of it), mutants of the completion."""
+    with ``verify``), or, without a reference (or without a usable mutant of it), mutants of the completion; none
+    when the checks could pay nothing (``wants_variants``)."""
+    if not wants_variants(code, hidden, facts):
+        return ()
     body, tokens = body_mutants(code), mutants(code, limit=OWN_MUTANTS)
     order = dict.fromkeys([*body[:1], *tokens[:2], *body[1:], *tokens[2:]])
     own = tuple(("mutant", m) for m in list(order)[:OWN_MUTANTS])

@@ -12,7 +12,7 @@ from rust_rewards.verify import sandbox
 from rust_rewards.verify.config import VerifierConfig, code_hash
 from rust_rewards.verify.crate import hidden_expected
 from rust_rewards.verify.passes import in_crate
-from rust_rewards.verify.reference import notes_to_match, task_checked, task_facts, task_variants, wants_variants
+from rust_rewards.verify.reference import notes_to_match, task_checked, task_facts, task_variants
 
 
 def verify_code(
@@ -30,7 +30,7 @@ def verify_code(
         hidden_counts = None if hidden is None else TestCounts(expected=hidden_expected(hidden))
         return task_checked(Report(has_code=False, code_hash=key, source=facts, hidden_tests=hidden_counts,
                                    mode=config.mode), code, hidden)
-    variants = task_variants(code, hidden, config, slot, verify_code) if wants_variants(code, hidden, facts) else ()
+    variants = task_variants(code, hidden, facts, config, slot, verify_code)
     verdict, _ = in_crate(code, hidden, config, slot, facts, variants, first,
                           expected_notes=notes_to_match(code, hidden, config, slot))
     return task_checked(replace(verdict, code_hash=key), code, hidden)
