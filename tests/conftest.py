@@ -85,6 +85,19 @@ LONGEST_FIRST = ("test_feedback_tool.py", "test_sft.py", "test_bundled_tasks.py"
 workers do not end with one long file running alone; only the order changes."""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--corpora", choices=("sample", "all"), default="sample",
+                     help="the external corpora's whole-corpus tests (../shared/benchmarks: the honest Exercism "
+                          "answers, eval on the Exercism references and MultiPL-E stubs): a fixed sample of each "
+                          "(default, CI) or every task (a measurement: about 8 more minutes on 2 cores)")
+
+
+@pytest.fixture(scope="session")
+def whole_corpora(request) -> bool:
+    """Whether the corpus tests take every task (``--corpora all``) or their fixed sample."""
+    return request.config.getoption("corpora") == "all"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Browser tests start servers and a headless chromium: they count as slow (``pytest -m "not slow"``).
     The files in ``LONGEST_FIRST`` run first, in that order; the others keep theirs."""

@@ -1,5 +1,5 @@
 """The shipped task sets (bundled, easy, medium and loop): schema checks, then every reference verified with real cargo
-by the project's verifier.
+by the project's verifier (its own run, the one its task's verifications read its notes from).
 
 Each reference solution must build, be clippy-clean and pass its hidden tests; the same code with every
 ``fn`` body replaced by ``todo!()`` must still build and fail every hidden test (so the tests really call
@@ -233,17 +233,20 @@ def test_prompts_name_every_public_item(tasks):
 
 
 @pytest.mark.slow
-def test_references_build_pass_clippy_and_their_hidden_tests(tasks, verifier):
-    reports = verifier.verify_many([t.reference_code for t in tasks], hidden=[t.hidden_tests() for t in tasks],
-                                   raw_code=True)
-    failing = {t.task_id: r.diagnostics[:300] or r.test_output[-300:] for t, r in zip(tasks, reports, strict=True)
-               if not (r.build_ok and r.hidden_ok)}
-    assert not failing, f"references failing build or hidden tests: {failing}"
-    unclean = {t.task_id: r.clippy_warnings for t, r in zip(tasks, reports, strict=True) if not r.clippy_ok}
+def test_references_build_pass_clippy_and_their_hidden_tests(tasks):
+    """Each reference's own run, the one every verification of its task reads the reference's notes from
+    (``reference.reference_observations``, direct mode, its hidden tests run three times): it builds, is clippy-clean
+    and passes every hidden test in each run. The stubs, wrong answers and note coverage below read the same runs
+    (one per task and process; a file's tests share a pytest-xdist worker)."""
+    from rust_rewards.verify.config import VerifierConfig
+    from rust_rewards.verify.coverage import note_coverage
+
+    runs = note_coverage([t.hidden_tests() for t in tasks], VerifierConfig(), workers=2)
+    failing = {t.task_id: c.error[:300] or "no hidden test ran" for t, c in zip(tasks, runs, strict=True)
+               if c.error or not c.tests}
+    assert not failing, f"references failing build or hidden tests (every one must pass in each run): {failing}"
+    unclean = {t.task_id: c.lints for t, c in zip(tasks, runs, strict=True) if c.lints}
     assert not unclean, f"references with clippy findings: {unclean}"
-    wrong_counts = [t.task_id for t, r in zip(tasks, reports, strict=True)
-                    if r.hidden_tests.passed != r.hidden_tests.expected]
-    assert not wrong_counts, f"hidden tests not all run: {wrong_counts}"
 
 
 @pytest.mark.slow

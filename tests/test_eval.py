@@ -140,16 +140,22 @@ def test_completion_without_code_fails_hidden_tests() -> None:
     assert summarize(results)["m"].hidden_pass_at_1 == 0.5
 
 
+def _sample(rows: list[dict], whole: bool) -> list[dict]:
+    """Every row with ``--corpora all``, else every third (the suite's fixed sample of an external corpus)."""
+    return rows if whole else rows[::3]
+
+
 @pytest.mark.slow
-def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path) -> None:
-    """All 95 reference solutions, every test including the #[ignore]d ones, score hidden pass."""
-    rows = _benchmark(EXERCISM)
+def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path, whole_corpora) -> None:
+    """The reference solutions (all 95 with ``--corpora all``), every test including the #[ignore]d ones, score
+    hidden pass."""
+    rows = _sample(_benchmark(EXERCISM), whole_corpora)
     preds = tmp_path / "reference.parquet"
     pd.DataFrame({"task_id": [r["task_id"] for r in rows],
                   "completion": [_fenced(r["reference_solution"]) for r in rows]}).to_parquet(preds)
     results, summaries = run_eval(EvalParams(tasks=str(EXERCISM), predictions=[str(preds)],
                                              out=str(tmp_path / "out"), k=[1]))
-    assert len(results) == 95 and results["build_ok"].all()
+    assert len(results) == len(rows) == (95 if whole_corpora else 32) and results["build_ok"].all()
     failing = results[~results["hidden_ok"].astype(bool)]
     assert failing.empty, failing[["task_id", "hidden_passed", "hidden_total", "hidden_failures",
                                    "test_output"]].to_string()
@@ -162,14 +168,15 @@ def test_exercism_reference_solutions_all_pass_hidden_tests(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_multipl_e_todo_bodies_pass_nothing(tmp_path) -> None:
-    """MultiPL-E signatures with ``todo!()`` bodies compile and fail every hidden test (all 155)."""
-    rows = _benchmark(MULTIPL_E)
+def test_multipl_e_todo_bodies_pass_nothing(tmp_path, whole_corpora) -> None:
+    """MultiPL-E signatures with ``todo!()`` bodies compile and fail every hidden test (all 155 with
+    ``--corpora all``)."""
+    rows = _sample(_benchmark(MULTIPL_E), whole_corpora)
     tasks = load_tasks(MULTIPL_E)
     preds = pd.DataFrame({"model": "todo", "task_id": [r["task_id"] for r in rows], "sample": 0,
                           "completion": [_fenced(r["prompt"] + "    todo!()\n}") for r in rows]})
     results = score_predictions(tasks, preds)
-    assert len(results) == 155
+    assert len(results) == len(rows) == (155 if whole_corpora else 52)
     assert results["build_ok"].all(), results.loc[~results["build_ok"], "task_id"].tolist()
     assert results["hidden_ok"].notna().all() and not results["hidden_ok"].astype(bool).any()
     assert summarize(results)["todo"].hidden_pass_at_1 == 0.0

@@ -13,12 +13,17 @@ the hidden tests.
 Every completion is verified against the task's hidden tests (raw code, rewards from ``rewards_from_report``); each
 must keep the full hidden reward (2.0), get no internal error and no hack reason but those its reference needs
 (``REFERENCE_NEEDS``), and the full test reward where its own tests tell it from a mutant. The normal suite checks
-the ``QUICK`` tasks in direct and in batch mode (~12 s each on 2 cores); the whole corpus in direct mode is ``slow``
-(178-242 s on a 2-core AMD EPYC). Every Exercism answer falls back to the direct path in batch mode, so the whole
-corpus in batch mode would repeat it. Each run prints its counts, the answers below the full
-test reward and why, and every answer that loses hidden reward, has a hack reason, an internal error or a doubt
-about its own tests, with the line that triggered each reason (``pytest -s`` shows them on success too). The data is
-read from ``../shared/benchmarks`` (never copied here); the tests skip when it is absent.
+the ``QUICK`` tasks in direct and in batch mode (~12 s each on 2 cores), and ``QUICK`` with ``SAMPLE`` in direct mode
+(``slow``); the whole corpus in direct mode is a measurement, run on demand (178-385 s on 2 cores: CI's 15 minutes
+cannot hold it)::
+
+    .venv/bin/python -m pytest -s tests/test_honest_exercism.py --corpora all
+
+Every Exercism answer falls back to the direct path in batch mode, so the whole corpus in batch mode would repeat
+it. Each run prints its counts, the answers below the full test reward and why, and every answer that loses hidden
+reward, has a hack reason, an internal error or a doubt about its own tests, with the line that triggered each
+reason (``pytest -s`` shows them on success too). The data is read from ``../shared/benchmarks`` (never copied
+here); the tests skip when it is absent.
 """
 
 from __future__ import annotations
@@ -122,6 +127,13 @@ def test_own_tests_module_rewrites_paths_per_module_level() -> None:
 QUICK = ("doubly-linked-list", "forth", "macros", "paasio", "wordy")
 """The tasks whose answers need a policy of their reference's (``REFERENCE_NEEDS``) or touch a rule an honest answer
 has tripped (shadowed names, soundness shapes, own tests reading files): the normal suite's share of the corpus."""
+
+
+SAMPLE = ("custom-set", "dot-dsl", "luhn-trait", "parallel-letter-frequency", "react", "robot-simulator",
+          "simple-linked-list", "xorcism")
+"""Answers the suite adds to ``QUICK`` (``--corpora sample``, the default), chosen for the Rust they are written in:
+generic types and trait impls on std types, a builder in modules, threads, closures kept in a struct, a Box-linked
+list, lifetimes and generic iterators."""
 
 
 def _corpus(only: tuple[str, ...] = ()) -> tuple[list[Task], list[str], list]:
@@ -241,7 +253,8 @@ def test_honest_exercism_answers_of_policy_tasks_keep_their_rewards_in_batch_mod
 
 
 @pytest.mark.slow
-def test_honest_exercism_answers_keep_their_rewards(verifiers) -> None:
-    """Each of the 95 honest answers keeps the full hidden reward (2.0) and gets no hack reason but those its
-    reference needs, direct mode (the ``QUICK`` ones from the verifier's cache when their test ran before)."""
-    _check(verifiers("direct"))
+def test_honest_exercism_answers_keep_their_rewards(verifiers, whole_corpora) -> None:
+    """Each honest answer (``QUICK`` and ``SAMPLE``; all 95 with ``--corpora all``) keeps the full hidden reward (2.0)
+    and gets no hack reason but those its reference needs, direct mode (the ``QUICK`` ones from the verifier's cache
+    when their test ran before)."""
+    _check(verifiers("direct"), () if whole_corpora else QUICK + SAMPLE)

@@ -25,11 +25,13 @@ class NoteCoverage:
     silent: int = 0
     unstable: int = 0
     error: str = ""
+    lints: tuple[str, ...] = ()
+    """Clippy's findings on the reference in its own run."""
 
     @classmethod
     def of(cls, notes: ReferenceNotes) -> NoteCoverage:
         return cls(notes.tests, notes.judged, notes.opaque, notes.silent, notes.unstable,
-                   f"the task's reference fails its own run: {notes.broken}" if notes.broken else "")
+                   f"the task's reference fails its own run: {notes.broken}" if notes.broken else "", notes.lints)
 
 
 def note_coverage(hidden: Sequence[HiddenTests | None], config: VerifierConfig | None = None,

@@ -286,6 +286,8 @@ class ReferenceNotes:
     broken: str = ""
     """Why the reference's own run failed (it did not build, or failed a hidden test): then no completion passes a
     hidden test of the task (the reason goes in ``TestCounts.failures``)."""
+    lints: tuple[str, ...] = ()
+    """Clippy's findings on the reference in that run (``Report.clippy_warnings``; none for a shipped task)."""
 
     @property
     def judged(self) -> int:

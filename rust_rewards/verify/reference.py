@@ -107,7 +107,8 @@ def reference_observations(hidden: HiddenTests, config: VerifierConfig, slot: in
         broken = ("did not build" if not report.build_ok or counts is None else
                   f"passed {counts.passed} of {tests}: {'; '.join(counts.failures)}"[:300]
                   if counts.passed != tests else "")
-        return ReferenceNotes(observed if not broken else {}, tests, broken)
+        lints = report.clippy_warnings if report.build_ok else ()
+        return ReferenceNotes(observed if not broken else {}, tests, broken, lints)
 
     return TASK_MEMO.get(("notes", hidden, own.fingerprint()), run)  # batch mode's notes are direct mode's
 
