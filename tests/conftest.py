@@ -78,9 +78,10 @@ def verifier():
     v.close()
 
 
-LONGEST_FIRST = ("test_feedback_tool.py", "test_sft.py", "test_bundled_tasks.py", "test_honest_exercism.py",
-                 "test_batch_verify.py", "test_browser.py", "test_eval.py", "test_ray_verifier.py", "test_mutants.py",
-                 "test_distributed.py", "test_dry_run.py", "test_readme.py", "test_tiny_model.py")
+LONGEST_FIRST = ("test_bundled_tasks.py", "test_browser.py", "test_batch_verify.py", "test_ray_verifier.py",
+                 "test_feedback_tool.py", "test_dry_run.py", "test_eval.py", "test_honest_exercism.py",
+                 "test_distributed.py", "test_readme.py", "test_integrity4.py", "test_train.py", "test_sft.py",
+                 "test_tiny_model.py")
 """Files whose tests take longest (``--durations`` of a whole run), started first so that the two pytest-xdist
 workers do not end with one long file running alone; only the order changes."""
 
