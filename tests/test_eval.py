@@ -306,7 +306,10 @@ def test_notebook_form_in_the_browser(tmp_path) -> None:
             page.get_by_label(label, exact=True).fill(value)
             page.get_by_label(label, exact=True).press("Enter")
         page.wait_for_selector("text=--k values must be >= 1", timeout=30_000)
-        assert page.get_by_text("Cannot evaluate yet").count() == 1 and not (tmp_path / "out").exists()
+        from playwright.sync_api import expect
+
+        expect(page.get_by_text("Cannot evaluate yet")).to_have_count(1, timeout=30_000)  # may paint after the line
+        assert not (tmp_path / "out").exists()
         page.get_by_label("k", exact=True).fill("1")
         page.get_by_label("k", exact=True).press("Enter")
         page.wait_for_selector(f"text=results go to {tmp_path / 'out'}", timeout=30_000)

@@ -438,13 +438,15 @@ def test_notebook_form_in_the_browser(tmp_path):
     with serve(argv, port, tmp_path / "server.log") as server, chromium_page(height=2400) as page:
         page.goto(server.url)
         page.wait_for_selector("text=press Process", timeout=60_000)
-        assert page.get_by_text(f"process {source}").count() == 1
+        from playwright.sync_api import expect
+
+        expect(page.get_by_text(f"process {source}")).to_have_count(1, timeout=30_000)  # may paint after the line
         page.get_by_label("out", exact=True).fill(str(out))
         page.get_by_label("out", exact=True).press("Enter")
         page.wait_for_selector(f"text=into {out}", timeout=30_000)
         page.get_by_role("button", name="Process").click()
         page.wait_for_selector("text=Dropped rows (3)", timeout=120_000)
-        assert page.get_by_text("Verifying reference solutions").count() == 1
+        expect(page.get_by_text("Verifying reference solutions")).to_have_count(1, timeout=30_000)
         for text in ("exact duplicate prompt", "test_failure", "compile error (E0308)"):
             assert page.get_by_text(text).count() >= 1, text
         assert wait_for_charts(page, 1) == 1
