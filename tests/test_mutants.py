@@ -170,16 +170,16 @@ def test_every_bundled_task_has_mutants():
 @pytest.mark.slow
 def test_hidden_tests_kill_one_of_the_first_six_mutants_of_nine_in_ten_tasks():
     """Verify mutant k of every task not yet killed, k = 0..5: a kill builds and fails a hidden test. As the
-    wrong-variant search verifies its candidates (``reference.wrong_variant``): the hidden tests alone, without the
-    reference's notes (a kill is a failed assertion; no reference runs)."""
+    wrong-variant search verifies its candidates: against ``reference.tests_alone`` (a kill is a failed assertion;
+    no reference runs)."""
     from rust_rewards.tasks import Task
     from rust_rewards.verify.config import VerifierConfig
-    from rust_rewards.verify.reference import SEARCH_TEST_SECONDS
+    from rust_rewards.verify.reference import SEARCH_TEST_SECONDS, tests_alone
     from rust_rewards.verify.sandbox import RUN_LIMITS
     from rust_rewards.verify.verifier import Verifier
 
     tasks = [Task.from_row(row) for row in load_rows()]
-    plain = {t.task_id: dataclasses.replace(t.hidden_tests(), reference="", prompt="") for t in tasks}
+    plain = {t.task_id: tests_alone(t.hidden_tests()) for t in tasks}
     candidates = {t.task_id: mutants(t.reference_code, 6) for t in tasks}
     killed: dict[str, int] = {}
     not_built = survived = verified = 0

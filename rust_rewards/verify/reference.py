@@ -197,13 +197,19 @@ def task_variants(code: str, hidden: HiddenTests | None, facts: SourceFacts, con
     return own
 
 
+def tests_alone(hidden: HiddenTests) -> HiddenTests:
+    """``hidden`` without the task's reference and prompt: a solution is judged by the tests' own assertions (no
+    reference notes, no task checks, no variants), as the wrong-variant search judges its candidates."""
+    return replace(hidden, reference="", prompt="")
+
+
 def wrong_variant(hidden: HiddenTests, config: VerifierConfig, slot: int, verify: Verify) -> str | None:
     """The first mutant of the reference (``mutants.mutants``) that builds, fails a hidden test by assertion (not
     by a panic in its own code, not by a timeout); ``None`` when none of the first ``MUTANTS_TRIED`` does.
     Computed once per task and process; each candidate is verified by ``verify`` against the hidden tests alone
     (no reference: no variants of its own beyond its mutants, no notes)."""
     def search() -> str | None:
-        plain = replace(hidden, reference="", prompt="")
+        plain = tests_alone(hidden)
         quick = replace(config, run_limits=replace(config.run_limits, wall_seconds=min(
             config.run_limits.wall_seconds, SEARCH_TEST_SECONDS)))
         for candidate in mutants(hidden.reference, limit=MUTANTS_TRIED):
