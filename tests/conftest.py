@@ -12,6 +12,10 @@ from rust_rewards.workspace import ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository root (tests import it: ``from conftest import ROOT``)."""
+ADVERSARIAL = ROOT / "tests" / "adversarial"
+"""The adversarial corpora: hostile completions, one file per case, in a folder per review."""
+FIXTURES = ROOT / "tests" / "fixtures"
+"""Test data that is not a corpus (the wrong answers of the medium and loop tiers)."""
 os.environ.setdefault(ENV, str(ROOT))  # the notebooks' workspace, wherever pytest is started
 
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -78,10 +82,10 @@ def verifier():
     v.close()
 
 
-LONGEST_FIRST = ("test_bundled_tasks.py", "test_browser.py", "test_batch_verify.py", "test_ray_verifier.py",
-                 "test_feedback_tool.py", "test_dry_run.py", "test_eval.py", "test_honest_exercism.py",
-                 "test_distributed.py", "test_readme.py", "test_integrity4.py", "test_train.py", "test_sft.py",
-                 "test_tiny_model.py")
+LONGEST_FIRST = ("test_bundled_tasks.py", "test_browser.py", "test_batch.py", "test_ray.py",
+                 "test_feedback_turns.py", "test_dry_run.py", "test_eval.py", "test_honest_code.py",
+                 "test_distributed.py", "test_readme.py", "test_reference_observations.py", "test_train.py",
+                 "test_sft.py", "test_tiny_model.py")
 """Files whose tests take longest (``--durations`` of a whole run), started first so that the two pytest-xdist
 workers do not end with one long file running alone; only the order changes."""
 

@@ -4,7 +4,7 @@ Each rewrite changes what a correct answer may choose freely and a test may not 
 fields (``renamed``), their order (``reordered``), a derived ``Debug`` made by hand in another format (``debug``), a
 float ``sum`` written as a ``fold`` from ``0.0`` (``fold``; the sum of nothing is ``-0.0``, the fold's ``0.0``, equal
 by ``==``). ``honest_variant`` applies every rewrite that fits the code at once; the task checks verify it and
-expect the reference's own hidden verdict (``tests/test_integrity5.py``).
+expect the reference's own hidden verdict (``tests/verify/test_std_value_notes.py``).
 """
 
 from __future__ import annotations

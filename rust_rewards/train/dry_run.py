@@ -11,25 +11,13 @@ from rust_rewards.train.config import TrainParams, preset_params
 from rust_rewards.train.dry_run_settings import SettingRejected
 from rust_rewards.train.loop import TrainResult, print_progress, run_training
 from rust_rewards.train.model_setup import lora_config, quantization_config
-from rust_rewards.train.resolve import check_load_in_4bit, resolve_params, select_rewards
+from rust_rewards.train.resolve import GPU_MACHINE, ResolvedParams, resolve_params, run_dir, select_rewards
 from rust_rewards.train.trainers import Progress
 from rust_rewards.train.trl_configs import grpo_config, vllm_kwargs
 from rust_rewards.workspace import workspace
 
 
-def gpu_view(params: TrainParams) -> TrainParams:
-    """Params validated and resolved as the full run resolves them on a GPU machine with the ``[gpu]`` extras (and
-    bitsandbytes): bf16 and vLLM where left to the hardware (auto vLLM is off with ``load_in_4bit``), the GPU as
-    device; ``load_in_4bit`` checked for that machine (``check_load_in_4bit``), not this one."""
-    p = resolve_params(dataclasses.replace(params, use_vllm=False, load_in_4bit=False))
-    view = dataclasses.replace(p, bf16=params.bf16 is not False, use_cpu=bool(params.use_cpu),
-                               load_in_4bit=params.load_in_4bit,
-                               use_vllm=params.use_vllm is True or params.use_vllm is None and not params.load_in_4bit)
-    check_load_in_4bit(view, this_machine=False)
-    return view
-
-
-def run_dry_run(params: TrainParams, progress: Progress | None = print_progress) -> TrainResult:
+def run_dry_run(params: TrainParams | ResolvedParams, progress: Progress | None = print_progress) -> TrainResult:
     """``--dry-run``: check a real-preset run on CPU before renting a GPU.
 
     Builds the full run's ``GRPOConfig`` (vLLM fields included), ``LoraConfig`` and, with ``load_in_4bit``, its
@@ -48,7 +36,7 @@ def run_dry_run(params: TrainParams, progress: Progress | None = print_progress)
         raise SettingRejected("--dry-run checks the GRPO stage from a fresh adapter on a reduced model; run "
                               "--stage sft/dpo / --init-adapter with the tiny preset (or on the GPU) instead")
     try:
-        full = gpu_view(params)
+        full = resolve_params(params, GPU_MACHINE)  # as it is when the command line resolved it
         funcs, weights = select_rewards(full)
         # TrainingArguments refuses bf16 without a GPU unless use_cpu is set; use_cpu only picks the device.
         on_this_machine = dataclasses.replace(full, use_cpu=full.use_cpu or not torch.cuda.is_available())
@@ -74,7 +62,7 @@ def run_dry_run(params: TrainParams, progress: Progress | None = print_progress)
               f"bnb_4bit_compute_dtype={bnb.bnb_4bit_compute_dtype}; the GPU run loads the base with it and "
               "prepares it with peft.prepare_model_for_kbit_training (not run here: no CUDA)", flush=True)
 
-    default_out = params.output_dir == preset_params(params.preset).output_dir
+    default_out = full.output_dir == str(run_dir(preset_params(full.preset)))
     root = dr.prepare_dir(workspace() / "outputs" / "dry-run" if default_out else Path(full.output_dir) / "dry-run")
     model = dr.build_shaped_model(root / "model", full.model)
     dry, changes = dr.reduce_params(full, model, root / "run")

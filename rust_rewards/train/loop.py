@@ -14,7 +14,6 @@ from rust_rewards.data.dpo_pairs import read_pairs
 from rust_rewards.data.pipeline import count_prompt_tokens
 from rust_rewards.data.sft_rows import SFTSet
 from rust_rewards.layout import ADAPTER_DIR, PARAMS_FILE, STOP_FILE
-from rust_rewards.models.source import check_model_source
 from rust_rewards.rewards.recipes import max_total
 from rust_rewards.runs.records import param_changes
 from rust_rewards.sampling.engines import ignore_library_warnings
@@ -41,7 +40,7 @@ from rust_rewards.train.cpu_memory import CpuRun, available_gib, fit_line
 from rust_rewards.train.gpu_plan import ModelShape
 from rust_rewards.train.model_card import RunDescription, write_model_card
 from rust_rewards.train.oxen_upload import upload_to_oxen
-from rust_rewards.train.resolve import resolve_params, select_rewards
+from rust_rewards.train.resolve import ResolvedParams, resolve_params, select_rewards
 from rust_rewards.train.run_log import (
     InfraGuard,
     InfrastructureError,
@@ -91,7 +90,7 @@ def print_progress(step: int, max_steps: int, logs: dict[str, Any]) -> None:
     print(format_log_line(step, max_steps, logs), flush=True)
 
 
-def run_training(params: TrainParams, progress: Progress | None = print_progress) -> TrainResult:
+def run_training(params: TrainParams | ResolvedParams, progress: Progress | None = print_progress) -> TrainResult:
     """Train a LoRA adapter with GRPO (``stage="sft"``: supervised, on verified reference answers; ``"dpo"``: DPO on
     the preference pairs of ``dpo_pairs``); write params,
     metrics, completions (GRPO), checkpoints and the adapter.
@@ -106,9 +105,7 @@ def run_training(params: TrainParams, progress: Progress | None = print_progress
     from accelerate import PartialState
 
     ignore_library_warnings()
-    p = resolve_params(params)
-    if not p.build_tiny_model:
-        check_model_source(p.model)
+    p = resolve_params(params)  # as it is when the command line resolved it
     out = Path(p.output_dir)
     claim = claim_run_folder(out, dataclasses.asdict(p), p.overwrite)
     try:

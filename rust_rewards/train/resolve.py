@@ -1,6 +1,10 @@
-"""From the parameters as given to the ones a run uses: ``validate_params`` (every refusal, ``ValueError`` naming
-the flag, before anything runs), ``select_rewards`` (the reward functions and weights they pick) and
-``resolve_params`` (hardware-dependent values filled, paths made absolute).
+"""From the parameters as given to the ones a run uses, one way: values -> checked -> resolved.
+
+``validate_params`` checks the settings (every refusal a ``ValueError`` naming the flag, nothing of this machine asked:
+what the form shows while it is edited); ``resolve_params`` runs it once, then the checks of the machine the run
+trains on (``Machine``: its CUDA, packages and files), and fills the machine's values and absolute paths into a
+``ResolvedParams``, the type the trainers and the dry run take. Each check is called in one place, here.
+``select_rewards`` gives the reward functions and weights the parameters pick.
 """
 
 from __future__ import annotations
@@ -13,14 +17,54 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rust_rewards.data.importers import is_local_source, task_file_problem
+from rust_rewards.data.pipeline import process_command
 from rust_rewards.models.gguf import is_gguf, resolve_model
-from rust_rewards.models.source import check_adapter_folder
+from rust_rewards.models.source import check_adapter_folder, check_model_source
 from rust_rewards.params import coerce_value, flag_name, info_of
 from rust_rewards.rewards.cargo_tool import TOOL_FEEDBACK_TOKENS
 from rust_rewards.train.config import RESUME_CHOICES, TOOL_MODEL_SUFFIX, TrainParams, preset_params
 from rust_rewards.train.hints import parse_levels
 from rust_rewards.verify.verifier import Verifier
 from rust_rewards.workspace import find_path, workspace
+
+
+@dataclasses.dataclass
+class ResolvedParams(TrainParams):
+    """``TrainParams`` as a run uses them (``resolve_params``): checked once, the machine's values filled (bf16, the
+    device, vLLM), paths absolute. The trainers and the dry run take this type and check nothing again. A copy
+    with other values (``dataclasses.replace``, as the dry run reduces the full run) is checked and resolved again
+    when it is handed on (``resolved_on`` is None)."""
+
+    @property
+    def resolved_on(self) -> Machine | None:
+        """The machine ``resolve_params`` resolved exactly these values for; None for a changed copy."""
+        return self.__dict__.get("_resolved_on")
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """What resolving asks of the machine a run trains on: CUDA, the optional packages, and whether the run's files
+    (its data and model) are this machine's."""
+
+    cuda: bool
+    vllm: bool
+    bitsandbytes: bool
+    files: bool
+
+    @classmethod
+    def here(cls, bitsandbytes: bool = False, files: bool = True) -> Machine:
+        """This machine (torch asks for CUDA); bitsandbytes is imported only when ``bitsandbytes`` is asked;
+        ``files=False`` resolves a run whose data and model are not asked here (its paths only)."""
+        import torch
+
+        return cls(cuda=torch.cuda.is_available(), vllm=importlib.util.find_spec("vllm") is not None,
+                   bitsandbytes=bitsandbytes and bitsandbytes_importable(), files=files)
+
+
+GPU_MACHINE = Machine(cuda=True, vllm=True, bitsandbytes=True, files=False)
+"""The machine ``--dry-run`` checks a run for: a CUDA GPU with the ``[gpu]`` extras and bitsandbytes; its data and model
+are that machine's, not asked here."""
 
 
 def local_path(value: str, default: str) -> str:
@@ -77,7 +121,7 @@ def validate_params(p: TrainParams) -> TrainParams:
             f"--num-generations {p.num_generations} must divide the completions per step, "
             f"--per-device-train-batch-size x --gradient-accumulation-steps ({completions})")
     check_eval_params(p)
-    check_load_in_4bit(p, this_machine=False)
+    check_load_in_4bit(p)
     check_hints(p)
     check_generation_engine(p)
     select_rewards(p)
@@ -136,25 +180,17 @@ def bitsandbytes_importable() -> bool:
     return True
 
 
-def check_load_in_4bit(p: TrainParams, this_machine: bool = True) -> None:
-    """``--load-in-4bit``'s refusals, one ``ValueError`` each (the command line prints ``train.py: MESSAGE``).
+def check_load_in_4bit(p: TrainParams) -> None:
+    """``--load-in-4bit``'s refusals of other settings, one ``ValueError`` each (the command line prints
+    ``train.py: MESSAGE``); the machine's CUDA and bitsandbytes are ``check_machine``'s.
 
     bitsandbytes' 4-bit kernels run on CUDA only. vLLM is refused in both modes: TRL hands vLLM the policy at every
     generation by merging the adapter into the base, which for a 4-bit base re-quantizes it each time (lossy, TRL
     issue #3466) and yields packed NF4 tensors (a bf16 server's loader fails on them, TRL issue #4973); a 4-bit run
-    generates with transformers instead (auto ``use_vllm`` is off). ``this_machine=False`` checks the settings only
-    (before they are resolved, or the dry run's view of the GPU machine): auto (None) values pass and this machine's
-    CUDA and bitsandbytes are not asked.
+    generates with transformers instead (auto ``use_vllm`` is off). Auto (None) values pass.
     """
     if not p.load_in_4bit:
         return
-    if this_machine:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ValueError("--load-in-4bit needs a CUDA GPU: bitsandbytes' 4-bit kernels do not run on CPU")
-        if not bitsandbytes_importable():
-            raise ValueError("--load-in-4bit needs bitsandbytes: pip install bitsandbytes")
     if p.use_cpu:
         raise ValueError("--load-in-4bit with --use-cpu true: bitsandbytes' 4-bit kernels do not run on CPU; train "
                          "on the GPU (--use-cpu false) or unquantized")
@@ -167,6 +203,37 @@ def check_load_in_4bit(p: TrainParams, this_machine: bool = True) -> None:
         raise ValueError("--load-in-4bit with --vllm-mode server: TRL sends the server the policy merged into its "
                          "4-bit base at every generation, as packed NF4 tensors a bf16 server cannot load (TRL issue "
                          "#4973); generate without vLLM: --use-vllm false")
+
+
+def check_machine(p: TrainParams, machine: Machine) -> None:
+    """What the settings need of the machine: CUDA and bitsandbytes for ``--load-in-4bit``, vLLM for
+    ``--use-vllm true`` (``ValueError`` naming the flag)."""
+    if p.load_in_4bit and not machine.cuda:
+        raise ValueError("--load-in-4bit needs a CUDA GPU: bitsandbytes' 4-bit kernels do not run on CPU")
+    if p.load_in_4bit and not machine.bitsandbytes:
+        raise ValueError("--load-in-4bit needs bitsandbytes: pip install bitsandbytes")
+    if p.use_vllm and not machine.vllm:
+        raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
+
+
+def check_tiny_model_folder(p: TrainParams, asked: bool) -> None:
+    """The tiny preset builds its model where the preset puts it; a ``--model`` folder that does not exist anywhere
+    else is a mistake (a typo would train a new model there) unless ``--build-tiny-model true`` was ``asked``."""
+    own = preset_params(p.preset).model
+    if (p.build_tiny_model and not asked and p.model not in (own, own + TOOL_MODEL_SUFFIX)
+            and find_path(p.model) is None):
+        raise ValueError(f"--model {p.model}: no such folder (the {p.preset} preset builds its model only at "
+                         f"{own}; add --build-tiny-model true to build one at {p.model})")
+
+
+def check_data_file(data: str) -> None:
+    """A ``--data`` task file that is missing or cannot be opened: ``ValueError`` naming it (and the command that makes
+    a missing process_data.py split), before anything loads; a Hugging Face dataset name is asked by the run."""
+    found = find_path(data) or data
+    problem = task_file_problem(found) if is_local_source(found) else None
+    if problem is not None:
+        make = "" if Path(found).exists() else process_command(data)
+        raise ValueError(f"--data {data}: {problem}" + (f" (make it with `{make}`)" if make else ""))
 
 
 def select_rewards(params: TrainParams, verifier: Verifier | None = None
@@ -182,17 +249,28 @@ def select_rewards(params: TrainParams, verifier: Verifier | None = None
     return reward_functions(verifier, list(weights), asynchronous=True), weights
 
 
-def resolve_params(params: TrainParams) -> TrainParams:
-    """Fill the hardware-dependent fields and make paths absolute; validate the rest."""
-    import torch
-
+def resolve_params(params: TrainParams, machine: Machine | None = None,
+                   tiny_model_asked: bool | None = None) -> ResolvedParams:
+    """``params`` checked once (``validate_params``, then what they need of ``machine``, default this one) and
+    resolved for it: bf16, the device and vLLM where left to the hardware, paths absolute. On a machine whose files
+    are the run's, the data file and the model are checked first (before torch is imported for this machine's CUDA).
+    ``tiny_model_asked``: whether ``--build-tiny-model`` was typed (the command line), which lets the tiny preset
+    build its model in a new folder; None (no command line) skips that check. A ``ResolvedParams`` is returned as it
+    is; a changed copy of one is resolved again."""
+    if isinstance(params, ResolvedParams) and params.resolved_on is not None:
+        return params
     p = validate_params(params)
-    cuda = torch.cuda.is_available()
+    if tiny_model_asked is not None:
+        check_tiny_model_folder(p, tiny_model_asked)
+    if machine is None or machine.files:
+        check_data_file(p.data)
+    machine = machine or Machine.here(bitsandbytes=p.load_in_4bit)
+    check_machine(p, machine)
+    if machine.files and not p.build_tiny_model:
+        check_model_source(p.model)
     use_vllm = p.use_vllm
     if use_vllm is None:
-        use_vllm = cuda and importlib.util.find_spec("vllm") is not None and not p.load_in_4bit
-    elif use_vllm and importlib.util.find_spec("vllm") is None:
-        raise ValueError("--use-vllm true needs the vllm package (pip install '.[gpu]')")
+        use_vllm = machine.cuda and machine.vllm and not p.load_in_4bit
     if p.generation_engine == "vllm":
         use_vllm = False  # our engine serves the LoRA adapter itself (check_generation_engine)
     preset = preset_params(p.preset)
@@ -207,19 +285,18 @@ def resolve_params(params: TrainParams) -> TrainParams:
     if find_path(data) is not None or data == preset.data:
         data = local_path(data, preset.data)
     output_dir = str(run_dir(p))
-    resolved = dataclasses.replace(
-        p,
-        model=model,
-        data=data,
-        output_dir=output_dir,
-        run_name=p.run_name or Path(output_dir).name,
-        bf16=cuda if p.bf16 is None else p.bf16,
-        use_cpu=(not cuda) if p.use_cpu is None else p.use_cpu,
-        use_vllm=use_vllm,
-        oxen_dest=p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
-        init_adapter=str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
-        dpo_pairs=str(Path(p.dpo_pairs).resolve()) if p.dpo_pairs else "",
-        eval_tasks=str(Path(p.eval_tasks).resolve()) if p.eval_tasks else "",
-    )
-    check_load_in_4bit(resolved)
+    values = {**{f.name: getattr(p, f.name) for f in dataclasses.fields(TrainParams)},
+              "model": model,
+              "data": data,
+              "output_dir": output_dir,
+              "run_name": p.run_name or Path(output_dir).name,
+              "bf16": machine.cuda if p.bf16 is None else p.bf16,
+              "use_cpu": (not machine.cuda) if p.use_cpu is None else p.use_cpu,
+              "use_vllm": use_vllm,
+              "oxen_dest": p.oxen_dest or f"runs/{p.run_name or Path(output_dir).name}",
+              "init_adapter": str(Path(p.init_adapter).resolve()) if p.init_adapter else "",
+              "dpo_pairs": str(Path(p.dpo_pairs).resolve()) if p.dpo_pairs else "",
+              "eval_tasks": str(Path(p.eval_tasks).resolve()) if p.eval_tasks else ""}
+    resolved = ResolvedParams(**values)
+    resolved.__dict__["_resolved_on"] = machine  # not a field: dataclasses.replace and asdict leave it out
     return resolved

@@ -6,7 +6,7 @@ every completion's gradient into the shared prompt activations.
 TRL's own ``_get_per_token_logps_and_entropies`` runs the model over every prompt + completion row: with SmolLM2's
 ~220-token prompts and ~70-token answers, about three quarters of a training step's forward and backward work is
 the same prompt recomputed for each of the group's samples. The numbers equal TRL's (same positions, same masks,
-TRL's fused log-probability head), tested in tests/test_shared_prompt.py.
+TRL's fused log-probability head), tested in tests/train/test_shared_prompt.py.
 """
 
 from __future__ import annotations

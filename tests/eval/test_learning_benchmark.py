@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from conftest import ROOT
 
 from rust_rewards.layout import RunFolder
 from rust_rewards.train.pass_rates import PassRates
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from learning import copy_filter, hidden_signal  # noqa: E402
 
 

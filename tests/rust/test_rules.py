@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ADVERSARIAL, ROOT
 
 from rust_rewards.rust import lexer as rust_source
 from rust_rewards.rust.facts import analyse
@@ -22,8 +21,8 @@ from rust_rewards.rust.lexer import Token, strip_test_code, tokenize
 from rust_rewards.rust.names import top_level
 from rust_rewards.rust.rules import _attribute_names, forbidden_calls
 
-CORPUS = Path(__file__).parent / "adversarial" / "static"
-FORGERY = Path(__file__).parent / "adversarial" / "forgery"
+CORPUS = ADVERSARIAL / "static"
+FORGERY = ADVERSARIAL / "forgery"
 BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 EXPECT = re.compile(r"// expect: (.+)")
 

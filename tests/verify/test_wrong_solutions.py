@@ -7,17 +7,17 @@ exactly the verdict it gets alone."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from conftest import ADVERSARIAL
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
-CORPUS = Path(__file__).parent / "adversarial" / "integrity"
-FORGERY = Path(__file__).parent / "adversarial" / "forgery"
+CORPUS = ADVERSARIAL / "integrity"
+FORGERY = ADVERSARIAL / "forgery"
 REFERENCE = (FORGERY / "honest_right.rs").read_text().split("\n", 1)[1]
 CASES = {p.stem: p.read_text() for p in sorted(CORPUS.glob("*.rs"))}
 EXPECT = {name: re.match(r"// expect: (\w+)", text).group(1) for name, text in CASES.items()}

@@ -6,13 +6,13 @@ import dataclasses
 import json
 import random
 import time
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rust.mutants import mutants
 
-BUNDLED = Path(__file__).resolve().parent.parent / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 
 
 def changes(code: str, limit: int = 50) -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ from rust_rewards.train.checkpoints import find_checkpoint
 from rust_rewards.train.config import TrainParams, params_from_mapping, preset_params
 from rust_rewards.train.loop import run_training
 from rust_rewards.train.oxen_upload import upload_to_oxen
-from rust_rewards.train.resolve import resolve_params, select_rewards
+from rust_rewards.train.resolve import Machine, resolve_params, select_rewards
 from rust_rewards.train.run_log import (
     InfrastructureError,
     RewardBatch,
@@ -123,29 +123,34 @@ def test_presets_and_cli_values():
         params_from_mapping({"preset": "huge"})
 
 
+PATHS = Machine.here(files=False)
+"""This machine, its files not asked: resolution's paths and values alone (the data and model checks:
+tests/train/test_resolve.py)."""
+
+
 def test_relative_paths(tmp_path, monkeypatch):
     """Preset defaults live under the repository root; paths the user types are relative to the cwd, else found
     under the workspace."""
     monkeypatch.chdir(tmp_path)
-    defaults = resolve_params(params_from_mapping({}))
+    defaults = resolve_params(params_from_mapping({}), PATHS)
     assert defaults.model == str(ROOT / "outputs" / "tiny-model")
-    tools = resolve_params(params_from_mapping({"feedback-turns": 1, "max-completion-length": 320}))
+    tools = resolve_params(params_from_mapping({"feedback-turns": 1, "max-completion-length": 320}), PATHS)
     assert tools.model == str(ROOT / "outputs" / "tiny-model-tools")  # warm-started to call cargo_check
     assert defaults.data == str(ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl") and defaults.max_tasks == 12
     assert defaults.output_dir == str(ROOT / "outputs" / "train-tiny") and defaults.run_name == "train-tiny"
     (tmp_path / "mine.jsonl").write_text("")
-    typed = resolve_params(params_from_mapping({"output-dir": "runs/a", "data": "mine.jsonl", "model": "m"}))
+    typed = resolve_params(params_from_mapping({"output-dir": "runs/a", "data": "mine.jsonl", "model": "m"}), PATHS)
     assert (typed.output_dir, typed.data, typed.model) == (
         str(tmp_path / "runs" / "a"), str(tmp_path / "mine.jsonl"), str(tmp_path / "m"))
     # the one rule (workspace.find_path): a typed path that exists only under the workspace is that one, as the
     # form offers it
-    easy = resolve_params(params_from_mapping({"data": "qwen3-rust-finetune/easy_tasks.jsonl"}))
+    easy = resolve_params(params_from_mapping({"data": "qwen3-rust-finetune/easy_tasks.jsonl"}), PATHS)
     assert easy.data == str(ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl")
-    real = resolve_params(params_from_mapping({"preset": "real"}))
+    real = resolve_params(params_from_mapping({"preset": "real"}), PATHS)
     assert real.model == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     assert real.data == str(ROOT / "qwen3-rust-finetune" / "processed" / "train.parquet")
-    assert resolve_params(params_from_mapping({"preset": "real", "data": "org/dataset"})).data == "org/dataset"
-    sft = resolve_params(params_from_mapping({"preset": "real", "stage": "sft"}))
+    assert resolve_params(params_from_mapping({"preset": "real", "data": "org/dataset"}), PATHS).data == "org/dataset"
+    sft = resolve_params(params_from_mapping({"preset": "real", "stage": "sft"}), PATHS)
     assert sft.output_dir == str(ROOT / "outputs" / "sft-real") and sft.run_name == "sft-real"
 
 
@@ -157,7 +162,7 @@ def test_one_output_dir_holds_one_stage(tmp_path):
 
 
 def test_real_preset_config_on_this_machine():
-    p = resolve_params(params_from_mapping({"preset": "real"}))
+    p = resolve_params(params_from_mapping({"preset": "real"}), PATHS)
     if not torch.cuda.is_available():
         assert (p.bf16, p.use_cpu, p.use_vllm) == (False, True, False)
     cfg = grpo_config(p, [1.0] * len(REWARD_NAMES))
@@ -167,7 +172,7 @@ def test_real_preset_config_on_this_machine():
     assert cfg.mask_truncated_completions
     assert cfg.gradient_checkpointing and cfg.max_grad_norm == 0.1 and cfg.report_to == []
     with pytest.raises(ValueError, match="--num-generations 3 must divide the completions per step"):
-        resolve_params(params_from_mapping({"preset": "real", "num-generations": 3}))
+        resolve_params(params_from_mapping({"preset": "real", "num-generations": 3}), PATHS)
     with pytest.raises(ValueError, match="--reward-weights"):
         select_rewards(dataclasses.replace(p, reward_weights="build_reward=x"))
 

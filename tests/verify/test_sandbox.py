@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ADVERSARIAL
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.verify import sandbox
@@ -19,7 +20,7 @@ from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.sandbox import Limits, SandboxError, Step, detect_isolation
 from rust_rewards.verify.verifier import Verifier
 
-CORPUS = Path(__file__).parent / "adversarial"
+CORPUS = ADVERSARIAL
 COMPILE = Limits(wall_seconds=10, cpu_seconds=10, memory_mb=4096, file_size_mb=512, processes=64)
 RUN = Limits(wall_seconds=5, cpu_seconds=5, memory_mb=2048, file_size_mb=64, processes=32)
 ISO = detect_isolation()

@@ -11,16 +11,15 @@ the hidden reward stays, the own tests' rewards go), ``hack`` (no hidden, test o
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from conftest import ADVERSARIAL
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
-ADVERSARIAL = Path(__file__).parent / "adversarial"
 CORPUS = ADVERSARIAL / "integrity6"
 FORGERY = ADVERSARIAL / "forgery"
 CASES = {p.stem: p.read_text() for p in sorted(CORPUS.glob("*.rs"))}

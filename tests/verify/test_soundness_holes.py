@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from conftest import ADVERSARIAL
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.soundness import FAMILIES
@@ -22,7 +22,6 @@ from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.sandbox import RUN_LIMITS, detect_isolation
 from rust_rewards.verify.verifier import Verifier
 
-ADVERSARIAL = Path(__file__).parent / "adversarial"
 CORPUS = ADVERSARIAL / "integrity3"
 FORGERY = ADVERSARIAL / "forgery"
 HONEST = (ADVERSARIAL / "integrity" / "honest_tested.rs").read_text()

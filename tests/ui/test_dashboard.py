@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from browser import chromium_page, free_port, has_text, page_errors, serve
-from test_viz import GOOD, write_eval_dir, write_training_dir
+from conftest import ROOT
+from run_folders import GOOD, write_eval_dir, write_training_dir
 
 from rust_rewards.report import Report
 from rust_rewards.report import TestCounts as Counts
@@ -100,7 +101,7 @@ def test_the_page_style_hides_the_cell_selection_note() -> None:
 @pytest.mark.browser
 def test_the_dashboard_as_a_newcomer_reads_it(run_dir: Path, tmp_path: Path) -> None:
     eval_dir = write_eval_dir(tmp_path / "eval")
-    marimo = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "marimo"
+    marimo = ROOT / ".venv" / "bin" / "marimo"
     port = free_port()
     argv = [str(marimo) if marimo.exists() else "marimo", "run", "viz.py", "--port", str(port), "--host",
             "127.0.0.1", "--headless", "--", "--run", str(run_dir), "--eval", str(eval_dir), "--refresh", "5m"]

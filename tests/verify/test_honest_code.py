@@ -17,7 +17,7 @@ the ``QUICK`` tasks in direct and in batch mode (~12 s each on 2 cores), and ``Q
 (``slow``); the whole corpus in direct mode is a measurement, run on demand (178-385 s on 2 cores: CI's 15 minutes
 cannot hold it)::
 
-    .venv/bin/python -m pytest -s tests/test_honest_exercism.py --corpora all
+    .venv/bin/python -m pytest -s tests/verify/test_honest_code.py --corpora all
 
 Every Exercism answer falls back to the direct path in batch mode, so the whole corpus in batch mode would repeat
 it. Each run prints its counts, the answers below the full test reward and why, and every answer that loses hidden
@@ -31,9 +31,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from rust_rewards.data.importers import load_tasks
 from rust_rewards.report import Report
@@ -43,7 +43,7 @@ from rust_rewards.tasks import Task
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 EXERCISM = BENCHMARKS / "exercism_rust.jsonl"
 
 MACRO_DEFINITION = "defines macros (macro_rules!), which hide the items they make from every rule reading the source"

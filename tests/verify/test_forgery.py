@@ -7,10 +7,9 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ADVERSARIAL, ROOT
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.lexer import tokenize
@@ -19,7 +18,7 @@ from rust_rewards.tasks import HiddenTests
 from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.verifier import Verifier
 
-CORPUS = Path(__file__).parent / "adversarial" / "forgery"
+CORPUS = ADVERSARIAL / "forgery"
 CONTROLS = {"honest_right": 2.0, "honest_wrong": 0.0}
 NOT_FLAGGED = {"runtime_read_hidden", "fake_summary_lines"}
 """Attacks that fail without a static flag: the file they look for is deleted before tests run; printed test lines

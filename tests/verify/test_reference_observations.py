@@ -7,10 +7,10 @@ direct and batch mode."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
-from test_integrity3 import ADD, HONEST, assert_cannot_starve_its_neighbours
+from conftest import ADVERSARIAL
+from test_soundness_holes import ADD, HONEST, assert_cannot_starve_its_neighbours
 
 from rust_rewards.rewards import rewards_from_report
 from rust_rewards.rust.rules import MACRO_DEFINITION
@@ -21,7 +21,7 @@ from rust_rewards.verify.observe import observable
 from rust_rewards.verify.reference import reference_observations
 from rust_rewards.verify.verifier import Verifier
 
-CORPUS = Path(__file__).parent / "adversarial" / "integrity4"
+CORPUS = ADVERSARIAL / "integrity4"
 THREAD_LOCAL = (CORPUS / "huge_thread_local.rs").read_text()
 
 

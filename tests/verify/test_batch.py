@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import ADVERSARIAL, ROOT
 
 from rust_rewards.report import Report
 from rust_rewards.rust.extract import extract_rust
@@ -20,7 +21,6 @@ from rust_rewards.verify.config import VerifierConfig
 from rust_rewards.verify.sandbox import Limits
 from rust_rewards.verify.verifier import Verifier
 
-ADVERSARIAL = Path(__file__).parent / "adversarial"
 RUN = Limits(wall_seconds=3, cpu_seconds=3, memory_mb=2048, file_size_mb=64, processes=32)
 SLOW_HONEST = "ok_slow_prime_count.md"
 COMPILE = Limits(wall_seconds=2.5, cpu_seconds=30, memory_mb=4096, file_size_mb=512, processes=64)
@@ -297,7 +297,7 @@ def test_exemplar_tasks_of_the_training_benchmark_are_solved_by_their_references
 
     from rust_rewards.data.importers import load_file
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "batch_training.py"
+    path = ROOT / "benchmarks" / "batch_training.py"
     spec = importlib.util.spec_from_file_location("batch_training", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

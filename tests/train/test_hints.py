@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 from test_train import TASKS, tiny_params
 
 from rust_rewards.data.importers import load_tasks
@@ -20,7 +21,7 @@ from rust_rewards.train.resolve import resolve_params
 from rust_rewards.train.trainers import sft_data
 from rust_rewards.verify.verifier import get_verifier
 
-BUNDLED = Path(__file__).parents[1] / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
+BUNDLED = ROOT / "qwen3-rust-finetune" / "bundled_tasks.jsonl"
 REFERENCE = "pub fn add(a: i32, b: i32) -> i32 {\n    let sum = a + b;\n    sum\n}\n"
 HIDDEN = {"reference_tests": ["#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n"], "test_shape": ["unit"],
           "reference_code": [REFERENCE], "task_id": ["add"]}
@@ -143,7 +144,7 @@ def test_a_supervised_warm_start_teaches_finishing_each_hint_cut(tmp_path, tiny_
 def test_the_learning_benchmark_reports_pass_at_k_and_what_the_hints_did():
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     from learning import pass_at_k_lines
 
     rows = [{"model": model, "task_id": task, "hidden_ok": bool(ok) and task == "a"}

@@ -21,8 +21,8 @@ with ``python``, ``python3``, ``.venv/bin/python``, ``.venv-vllm/bin/python``, `
 Leading ``VAR=value`` assignments are dropped. Skipped:
 
 * programs that are not ours: pip, git, cargo, bash, trl vllm-serve, ray, ``./start_marimo.sh``, ``python -m pytest``
-  (its markers are checked by tests/test_readme.py), ``python3 -m venv``; ``accelerate launch``'s own flags (the
-  train.py flags after the script are checked);
+  (its markers are checked by tests/notebooks/test_readme.py), ``python3 -m venv``; ``accelerate launch``'s own flags
+  (the train.py flags after the script are checked);
 * marimo's own flags (before ``--``; the notebook's flags come after it);
 * placeholders: a script named in capitals (``NOTEBOOK.py``), a subcommand in capitals (``SUB``), and values that are
   ``...``, a ``$VAR``, or start with a capitalised word (``FILE``, ``FILE.jsonl``, ``N``, ``HOST:PORT``,
@@ -33,8 +33,8 @@ Leading ``VAR=value`` assignments are dropped. Skipped:
 Usage syntax is read as such: ``[--flag X]`` brackets are dropped (the flags inside are checked), ``a|b`` values
 are alternatives and each is checked.
 
-README's quick start and next steps also run as written in tests/test_readme.py. The benchmarks' work takes minutes
-and is not run here: importing each, building its parser and rendering its ``--help`` is.
+README's quick start and next steps also run as written in tests/notebooks/test_readme.py. The benchmarks' work takes
+minutes and is not run here: importing each, building its parser and rendering its ``--help`` is.
 """
 
 from __future__ import annotations

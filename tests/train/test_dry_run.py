@@ -18,15 +18,14 @@ import pytest
 from conftest import ROOT
 from trl import GRPOConfig
 
-import rust_rewards.train.resolve as resolve_module
 from rust_rewards.cpus import cpu_has_native_bf16
 from rust_rewards.rewards import REWARD_FUNCS
 from rust_rewards.train.config import TrainParams, params_from_mapping
-from rust_rewards.train.dry_run import gpu_view, run_dry_run
+from rust_rewards.train.dry_run import run_dry_run
 from rust_rewards.train.dry_run_settings import MARKER, SettingRejected, prepare_dir, reduce_params, run_shape
 from rust_rewards.train.gpu_plan import CARDS, RunShape
 from rust_rewards.train.model_setup import quantization_config, trainer_model
-from rust_rewards.train.resolve import check_load_in_4bit, resolve_params
+from rust_rewards.train.resolve import GPU_MACHINE, Machine, check_load_in_4bit, check_machine, resolve_params
 from rust_rewards.train.trl_configs import grpo_config, vllm_kwargs
 
 LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
@@ -34,7 +33,8 @@ LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_
 
 def real(tmp_path: Path, **flags) -> TrainParams:
     """The real preset with ``flags``, resolved as on a GPU machine with vLLM installed."""
-    return gpu_view(params_from_mapping({"preset": "real", "output-dir": str(tmp_path / "out"), **flags}))
+    return resolve_params(params_from_mapping({"preset": "real", "output-dir": str(tmp_path / "out"), **flags}),
+                          GPU_MACHINE)
 
 
 def test_vllm_kwargs_are_grpo_config_fields(tmp_path):
@@ -186,35 +186,33 @@ QLORA_REFUSALS = {
 
 
 def test_load_in_4bit_refusals(tmp_path, monkeypatch):
-    """Each refusal with its message: this machine's CUDA and bitsandbytes (faked here), then the settings; the
-    settings alone are refused before anything resolves (the form, the command line, the dry run)."""
+    """Each refusal with its message: the machine's CUDA and bitsandbytes (``check_machine``), then the settings
+    (``check_load_in_4bit``, before anything resolves: the form, the command line, the dry run)."""
     import re
 
     import torch
 
-    def refuses(key, p, **kw):
+    def refuses(key, check, *args):
         with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS[key])):
-            check_load_in_4bit(p, **kw)
+            check(*args)
 
     q4 = real(tmp_path, load_in_4bit=True)  # the dry run's view of the GPU machine: no check of this CPU machine
     assert (q4.load_in_4bit, q4.use_vllm, q4.use_cpu, q4.bf16) == (True, False, False, True)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(resolve_module, "bitsandbytes_importable", lambda: True)
-    refuses("cuda", q4)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(resolve_module, "bitsandbytes_importable", lambda: False)
-    refuses("bnb", q4)
-    monkeypatch.setattr(resolve_module, "bitsandbytes_importable", lambda: True)
-    check_load_in_4bit(q4)  # a GPU machine with bitsandbytes: accepted
-    refuses("cpu", dataclasses.replace(q4, use_cpu=True))
-    refuses("colocate", dataclasses.replace(q4, use_vllm=True))
-    refuses("server", dataclasses.replace(q4, use_vllm=True, vllm_mode="server"))
+    refuses("cuda", check_machine, q4, dataclasses.replace(GPU_MACHINE, cuda=False))
+    refuses("bnb", check_machine, q4, dataclasses.replace(GPU_MACHINE, bitsandbytes=False))
+    check_machine(q4, GPU_MACHINE)  # a GPU machine with bitsandbytes: accepted
+    check_load_in_4bit(q4)
+    refuses("cpu", check_load_in_4bit, dataclasses.replace(q4, use_cpu=True))
+    refuses("colocate", check_load_in_4bit, dataclasses.replace(q4, use_vllm=True))
+    refuses("server", check_load_in_4bit, dataclasses.replace(q4, use_vllm=True, vllm_mode="server"))
     for p in (dataclasses.replace(q4, use_cpu=True), dataclasses.replace(q4, use_vllm=True)):
         check_load_in_4bit(dataclasses.replace(p, load_in_4bit=False))  # without the flag: nothing to refuse
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS["cuda"])):  # a run on this machine
-        resolve_params(params_from_mapping({"preset": "real", "load-in-4bit": True}))
+    assert not Machine.here().cuda
+    with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS["cuda"])):  # a run on a machine without CUDA
+        resolve_params(params_from_mapping({"preset": "real", "load-in-4bit": True}),
+                       dataclasses.replace(Machine.here(), files=False))
     for flags, key in (({"use-cpu": True}, "cpu"), ({"use-vllm": True}, "colocate"),
                        ({"use-vllm": True, "vllm-mode": "server"}, "server")):
         with pytest.raises(ValueError, match=re.escape(QLORA_REFUSALS[key])):

@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_integrity3 import ADD, HONEST
+from conftest import ADVERSARIAL
+from test_soundness_holes import ADD, HONEST
 
 from rust_rewards.__main__ import main
 from rust_rewards.data.bundled import BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS
@@ -25,7 +26,7 @@ from rust_rewards.verify.observe import OPAQUE, notes_in, observe_assertions
 from rust_rewards.verify.reference import reference_observations
 from rust_rewards.verify.verifier import Verifier
 
-CORPUS = Path(__file__).parent / "adversarial" / "integrity5"
+CORPUS = ADVERSARIAL / "integrity5"
 SHIPPED = [t for path in (BUNDLED_TASKS, EASY_TASKS, MEDIUM_TASKS) for t in load_tasks(str(path))]
 
 

