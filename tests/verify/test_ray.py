@@ -223,24 +223,18 @@ def _stop_head(port: int) -> None:
                 pass
 
 
-def test_a_local_run_then_the_readme_cluster_then_a_token_cluster(ray_home):
-    """The user's sequence: ``--ray-address local`` leaves no token behind; the README's no-auth head is joined
-    afterwards; a token-auth head refuses a client without its token, or with another, in one line naming the auth
-    modes, and accepts one with it."""
+def test_a_local_run_then_the_readme_cluster_then_a_token_cluster(ray_home, cluster):
+    """The user's sequence: ``--ray-address local`` leaves no token behind; the README's no-auth head (the module's
+    ``cluster``) is joined afterwards; a token-auth head refuses a client without its token, or with another, in one
+    line naming the auth modes, and accepts one with it."""
     local = subprocess.run([os.sys.executable, "-c", "from rust_rewards.verify.ray import connect\n"
                             "import ray\nconnect('local', num_cpus=1)\nprint('CPUS', ray.cluster_resources()['CPU'])"],
                            capture_output=True, text=True, timeout=180, env=ray_env(ray_home), cwd=ROOT)
     assert "CPUS 1.0" in local.stdout, local.stdout + local.stderr[-2000:]
     assert not (ray_home / ".ray" / "auth_token").exists()
-    (ray_home / ".ray").mkdir()
+    (ray_home / ".ray").mkdir(exist_ok=True)
     (ray_home / ".ray" / "auth_token").write_text("0" * 32)  # what a local run of Ray 2.60 left before this fix
-
-    port = free_port()
-    start_head(port, ray_env(ray_home, RAY_AUTH_MODE="disabled"))
-    try:
-        assert "CPUS 2.0" in probe(f"127.0.0.1:{port}", ray_env(ray_home))
-    finally:
-        _stop_head(port)
+    assert "CPUS 2.0" in probe(cluster, ray_env(ray_home))
 
     port, token = free_port(), os.urandom(16).hex()
     start_head(port, ray_env(ray_home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token))
