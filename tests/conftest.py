@@ -92,9 +92,10 @@ workers do not end with one long file running alone; only the order changes."""
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--corpora", choices=("sample", "all"), default="sample",
-                     help="the external corpora's whole-corpus tests (../shared/benchmarks: the honest Exercism "
-                          "answers, eval on the Exercism references and MultiPL-E stubs): a fixed sample of each "
-                          "(default, CI) or every task (a measurement: about 8 more minutes on 2 cores)")
+                     help="the whole-corpus tests (../shared/benchmarks: the honest Exercism answers, eval on the "
+                          "Exercism references and MultiPL-E stubs; the shipped task sets' cargo checks): a fixed "
+                          "sample of each (default, CI) or every task (a measurement: about 11 more minutes on 2 "
+                          "cores)")
 
 
 @pytest.fixture(scope="session")

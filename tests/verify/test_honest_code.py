@@ -129,11 +129,10 @@ QUICK = ("doubly-linked-list", "forth", "macros", "paasio", "wordy")
 has tripped (shadowed names, soundness shapes, own tests reading files): the normal suite's share of the corpus."""
 
 
-SAMPLE = ("custom-set", "dot-dsl", "luhn-trait", "parallel-letter-frequency", "react", "robot-simulator",
-          "simple-linked-list", "xorcism")
+SAMPLE = ("custom-set", "parallel-letter-frequency", "react", "simple-linked-list", "xorcism")
 """Answers the suite adds to ``QUICK`` (``--corpora sample``, the default), chosen for the Rust they are written in:
-generic types and trait impls on std types, a builder in modules, threads, closures kept in a struct, a Box-linked
-list, lifetimes and generic iterators."""
+generic types and trait impls on std types, threads, closures kept in a struct, a Box-linked list, lifetimes and
+generic iterators."""
 
 
 def _corpus(only: tuple[str, ...] = ()) -> tuple[list[Task], list[str], list]:
