@@ -82,10 +82,10 @@ def verifier():
     v.close()
 
 
-LONGEST_FIRST = ("test_bundled_tasks.py", "test_browser.py", "test_batch.py", "test_ray.py",
-                 "test_feedback_turns.py", "test_dry_run.py", "test_eval.py", "test_honest_code.py",
-                 "test_distributed.py", "test_readme.py", "test_reference_observations.py", "test_train.py",
-                 "test_sft.py", "test_tiny_model.py")
+LONGEST_FIRST = ("test_browser.py", "test_batch.py", "test_feedback_turns.py", "test_bundled_tasks.py",
+                 "test_honest_code.py", "test_distributed.py", "test_ray.py", "test_eval.py", "test_dry_run.py",
+                 "test_wrong_solutions.py", "test_sft.py", "test_train.py", "test_soundness_holes.py",
+                 "test_rule_costs.py", "test_std_value_notes.py", "test_clippy_forced.py", "test_sandbox.py")
 """Files whose tests take longest (``--durations`` of a whole run), started first so that the two pytest-xdist
 workers do not end with one long file running alone; only the order changes."""
 
