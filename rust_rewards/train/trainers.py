@@ -24,7 +24,7 @@ from rust_rewards.tasks import REWARD_COLUMNS, Task
 from rust_rewards.train.config import TrainParams
 from rust_rewards.train.hints import HintCurriculum, HintSteps, hinted_rows, hinted_sft_rows, parse_levels
 from rust_rewards.train.model_setup import lora_config, trainer_model
-from rust_rewards.train.resolve import select_rewards
+from rust_rewards.train.resolve import ResolvedParams, select_rewards
 from rust_rewards.train.run_log import InfraGuard, RewardRecorder
 from rust_rewards.train.trl_configs import dpo_config, grpo_config, sft_config
 from rust_rewards.verify.verifier import Verifier, get_verifier
@@ -221,7 +221,7 @@ def with_our_callbacks_first(trainer: Any) -> Any:
     return trainer
 
 
-def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]], progress: Progress | None,
+def build_sft_trainer(p: ResolvedParams, rows: Sequence[dict[str, Any]], progress: Progress | None,
                       verifier: Verifier) -> Any:
     """The ``SFTTrainer`` of the supervised stage: same LoRA settings (or ``init_adapter``), same outputs."""
     from datasets import Dataset
@@ -243,7 +243,7 @@ def build_sft_trainer(p: TrainParams, rows: Sequence[dict[str, Any]], progress: 
     return with_our_callbacks_first(trainer)
 
 
-def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]], progress: Progress | None,
+def build_dpo_trainer(p: ResolvedParams, pairs: Sequence[dict[str, Any]], progress: Progress | None,
                       verifier: Verifier) -> Any:
     """The ``DPOTrainer`` of the preference stage: same LoRA settings (or ``init_adapter``), same outputs; the
     reference model is the base with the adapter switched off (TRL's default with PEFT)."""
@@ -267,7 +267,7 @@ def build_dpo_trainer(p: TrainParams, pairs: Sequence[dict[str, Any]], progress:
 
 
 def build_grpo_trainer(
-    p: TrainParams,
+    p: ResolvedParams,
     tasks: Sequence[Task],
     progress: Progress | None = None,
     guard: InfraGuard | None = None,
@@ -322,7 +322,7 @@ def build_grpo_trainer(
     return with_our_callbacks_first(trainer)
 
 
-def build_stage_trainer(p: TrainParams, tasks: Sequence[Task], sft: SFTSet | None,
+def build_stage_trainer(p: ResolvedParams, tasks: Sequence[Task], sft: SFTSet | None,
                         pairs: Sequence[dict[str, Any]] | None, progress: Progress | None, guard: InfraGuard,
                         verifier: Verifier | None = None) -> Any:
     """The trainer of ``p``'s stage: supervised on ``sft``'s rows, DPO on ``pairs``, else GRPO on ``tasks``, rewarded
