@@ -203,7 +203,7 @@ def test_deferred_test_runs_give_the_same_reports_in_any_slot_and_clean_up(alone
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])  # own_first on (odd) and off (even)
 def test_report_does_not_depend_on_the_neighbours(alone, seed):
     rng = random.Random(seed)
     pool = sorted(set(MIXED) - {"loops"})

@@ -13,7 +13,8 @@ the hidden tests.
 Every completion is verified against the task's hidden tests (raw code, rewards from ``rewards_from_report``); each
 must keep the full hidden reward (2.0), get no internal error and no hack reason but those its reference needs
 (``REFERENCE_NEEDS``), and the full test reward where its own tests tell it from a mutant. The normal suite checks
-the ``QUICK`` tasks in direct and in batch mode (~12 s each on 2 cores), and ``QUICK`` with ``SAMPLE`` in direct mode
+the ``QUICK`` tasks in direct mode and the two with a policy (``REFERENCE_NEEDS``) in batch mode, and ``QUICK`` with
+``SAMPLE`` in direct mode
 (``slow``); the whole corpus in direct mode is a measurement, run on demand (178-385 s on 2 cores: CI's 15 minutes
 cannot hold it)::
 
@@ -245,10 +246,10 @@ def test_honest_exercism_answers_of_policy_tasks_keep_their_rewards(verifiers) -
 
 
 def test_honest_exercism_answers_of_policy_tasks_keep_their_rewards_in_batch_mode(verifiers) -> None:
-    """The ``QUICK`` tasks in batch mode, which sends every Exercism answer to the direct path (integration-shaped
-    hidden tests): the whole corpus in batch mode repeats the direct run below (measured 2026-12-02: 95 of 95 with
-    hidden 2.0, no hack reason, 311 s), so the suite runs it on these only."""
-    _check(verifiers("batch"), QUICK)
+    """Two ``QUICK`` tasks (an ``unsafe`` and a macro policy) in batch mode, which sends every Exercism answer to the
+    direct path (integration-shaped hidden tests): the whole corpus in batch mode repeats the direct run below
+    (measured 2026-12-02: 95 of 95 with hidden 2.0, no hack reason, 311 s), so the suite runs it on these only."""
+    _check(verifiers("batch"), ("doubly-linked-list", "macros"))
 
 
 @pytest.mark.slow
