@@ -264,10 +264,10 @@ def resolve_params(params: TrainParams, machine: Machine | None = None,
         check_tiny_model_folder(p, tiny_model_asked)
     if machine is None or machine.files:
         check_data_file(p.data)
-        if not p.build_tiny_model:
-            check_model_source(p.model)
     machine = machine or Machine.here(bitsandbytes=p.load_in_4bit)
     check_machine(p, machine)
+    if machine.files and not p.build_tiny_model:
+        check_model_source(p.model)
     use_vllm = p.use_vllm
     if use_vllm is None:
         use_vllm = machine.cuda and machine.vllm and not p.load_in_4bit

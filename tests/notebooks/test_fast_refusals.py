@@ -32,9 +32,6 @@ def refused(argv: list[str]) -> str:
     (["train.py", "--max-step", "3"],
      "train.py: unknown parameter --max-step (did you mean --max-steps or --save-steps?)"),
     (["train.py", "--data", "no/such.jsonl"], "train.py: --data no/such.jsonl: task file not found"),
-    (["train.py", "--preset", "smollm2-cpu", "--model", "./no-such-model"],
-     "train.py: --model ./no-such-model: no model folder there (expected a folder with config.json, or a Hugging Face "
-     "hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct)"),
     (["eval.py", "--predictoins", "p.parquet"],
      "eval.py: unknown parameter --predictoins (did you mean --predictions?)"),
     (["inference.py", "--modle", "m"], "inference.py: unknown parameter --modle (did you mean --model?)"),
