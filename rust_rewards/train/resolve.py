@@ -253,7 +253,8 @@ def resolve_params(params: TrainParams, machine: Machine | None = None,
                    tiny_model_asked: bool | None = None) -> ResolvedParams:
     """``params`` checked once (``validate_params``, then what they need of ``machine``, default this one) and
     resolved for it: bf16, the device and vLLM where left to the hardware, paths absolute. On a machine whose files
-    are the run's, the data file and the model are checked first (before torch is imported for this machine's CUDA).
+    are the run's, the data file is checked first (before torch is imported for this machine's CUDA), the model after
+    the machine (the command line's order: a 4-bit run on a CPU is refused for the CPU first).
     ``tiny_model_asked``: whether ``--build-tiny-model`` was typed (the command line), which lets the tiny preset
     build its model in a new folder; None (no command line) skips that check. A ``ResolvedParams`` is returned as it
     is; a changed copy of one is resolved again."""
